@@ -1,0 +1,42 @@
+"""Where test inputs live, for the unit tests (imported as ``from _paths import ...``).
+
+Real captures stay in ../shared/fixtures/real/ (provenance in its SOURCES.tsv):
+tests read them by path and never copy them into this repository.
+"""
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+REAL_FIXTURES = os.environ.get(
+    'AICLUSTER_REAL_FIXTURES',
+    os.path.join(os.path.dirname(REPO), 'shared', 'fixtures', 'real'))
+OWN_FIXTURES = os.path.join(HERE, 'fixtures')
+
+
+def _read(path):
+    with open(path, encoding='utf-8', newline='') as handle:
+        return handle.read()
+
+
+def real_fixture(relpath):
+    """Text of a real capture, e.g. ``real_fixture('ibstat/kaust-ibex-cx6-hdr100-rate100.txt')``."""
+    return _read(os.path.join(REAL_FIXTURES, relpath))
+
+
+def own_fixture(relpath):
+    """Text of one of our fixtures under tests/unit/fixtures/<tool>/."""
+    return _read(os.path.join(OWN_FIXTURES, relpath))
+
+
+def fixture_files(tool):
+    """Sorted (kind, relpath) for every fixture of a tool, real and ours."""
+    found = []
+    for kind, base in (('real', REAL_FIXTURES), ('own', OWN_FIXTURES)):
+        folder = os.path.join(base, tool)
+        if os.path.isdir(folder):
+            found.extend((kind, os.path.join(tool, name)) for name in sorted(os.listdir(folder)))
+    return found
+
+
+def read_fixture(kind, relpath):
+    return real_fixture(relpath) if kind == 'real' else own_fixture(relpath)
