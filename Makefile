@@ -1,0 +1,108 @@
+# aicluster.infra: the two commands a newcomer needs are `make demo` and `make test`.
+# Every target installs what it needs itself (Debian 12, root), idempotently.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON      ?= python3
+VENV        := .venv
+STAMP       := $(VENV)/.installed
+LAB_NAME    ?= aic
+LAB_COMPUTE ?= 3
+SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
+SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export ANSIBLE_FORCE_COLOR ?= 0
+export PY_COLORS ?= 0
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-14s %s\n", $$1, $$2}'
+
+# ------------------------------------------------------------------ setup
+.PHONY: system-deps
+system-deps: ## install podman, runc, debootstrap (apt), once
+	@missing=$$(for p in $(SYSTEM_PACKAGES); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "setup: installing $$missing"; \
+	  apt-get update -qq || true; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+$(STAMP): requirements.txt
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
+	@touch $@
+
+.PHONY: venv
+venv: $(STAMP) ## the Python virtual environment with ansible-core, molecule, pytest
+
+.PHONY: collections
+collections: $(STAMP) ## containers.podman etc. (offline, from the ansible wheel) + link to this collection
+	@$(VENV)/bin/python scripts/install-collections.py
+
+.PHONY: setup
+setup: system-deps venv collections ## everything the demo and the tests need
+	@$(VENV)/bin/python lab/lab.py setup
+
+# ------------------------------------------------------------------ lab
+.PHONY: lab-image lab-up lab-down lab-status
+lab-image: setup ## build the lab image (cached by recipe hash)
+	@$(VENV)/bin/python lab/lab.py image
+lab-up: lab-image ## start the lab (ctl01 + gpu01..gpuNN) and write inventories/lab/hosts.yml
+	@$(VENV)/bin/python lab/lab.py up --name $(LAB_NAME) --compute $(LAB_COMPUTE)
+lab-down: ## remove the lab's containers, network and volumes (nothing else)
+	@$(VENV)/bin/python lab/lab.py down --name $(LAB_NAME)
+lab-status:
+	@$(VENV)/bin/python lab/lab.py status --name $(LAB_NAME)
+
+# ------------------------------------------------------------------ demo
+.PHONY: demo
+demo: lab-up ## bring up the lab and run playbooks/site.yml against it
+	@run=artifacts/demo-$$(date -u +%Y%m%dT%H%M%SZ); mkdir -p $$run; \
+	echo "demo: ansible-playbook -i inventories/lab playbooks/site.yml (log: $$run/ansible.log)"; \
+	set +e; ANSIBLE_LOG_PATH=$$run/ansible.log ansible-playbook -i inventories/lab playbooks/site.yml > $$run/output.txt 2>&1; rc=$$?; set -e; \
+	sed -n '/^PLAY RECAP/,$$p' $$run/output.txt; \
+	echo "demo: full output $$run/output.txt, log $$run/ansible.log"; \
+	ln -sfn $$(basename $$run) artifacts/demo-latest; \
+	exit $$rc
+
+# ------------------------------------------------------------------ tests
+.PHONY: test
+test: setup unit lint sanity build-check molecule ## everything CI runs
+
+.PHONY: unit
+unit: venv collections ## pytest: parsers, modules, filters, lab tooling (tests/unit)
+	$(VENV)/bin/python -m pytest -q tests/unit
+
+.PHONY: lint
+lint: venv collections ## ansible-lint, production profile
+	ansible-lint --offline --profile production
+
+.PHONY: sanity
+sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/aicluster/infra
+	scripts/ansible-test-sanity.sh
+
+.PHONY: build-check
+build-check: venv ## build the collection tarball, install it into an empty path, resolve it by FQCN
+	scripts/build-check.sh
+
+.PHONY: molecule
+molecule: lab-image ## every molecule scenario (lab hosts, podman)
+	@for s in $(SCENARIOS); do echo "molecule: scenario $$s"; molecule test -s $$s || exit 1; done
+
+.PHONY: bench
+bench: venv collections ## benchmarks that print figures
+	@for b in bench/*.py; do echo "== $$b"; PYTHONPATH=$(CURDIR)/.collections $(VENV)/bin/python $$b; done
+
+.PHONY: changelog
+changelog: venv ## lint the changelog fragments
+	antsibull-changelog lint
+
+.PHONY: clean
+clean: ## remove build outputs (not the lab: use lab-down)
+	rm -rf build artifacts/*.tar.gz aicluster-infra-*.tar.gz tests/output

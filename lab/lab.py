@@ -1,0 +1,373 @@
+#!/usr/bin/env python3
+"""The container lab: disposable Debian hosts with systemd as PID 1, reached over SSH.
+
+    lab.py setup                 make this machine able to run the lab (podman settings)
+    lab.py image [--force]       build the lab image from lab/image/ (cached by recipe hash)
+    lab.py up [--name N] [--compute N]
+                                 start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml
+    lab.py down [--name N]       remove every container, network and volume of that lab, nothing else
+    lab.py status [--name N]
+
+Everything is idempotent: `up` on a running lab changes nothing, `image` with an
+unchanged recipe builds nothing, `setup` twice writes nothing the second time.
+Every podman object the lab creates carries the label aicluster.lab=<name>,
+and `down` removes by that label only.
+"""
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+STATE = os.path.join(HERE, '.state')
+IMAGE_REPO = 'localhost/aicluster-lab'
+IMAGE_RECIPE = os.path.join(HERE, 'image', 'build-rootfs.sh')
+SUITE = os.environ.get('LAB_SUITE', 'bookworm')
+MIRROR = os.environ.get('LAB_MIRROR', 'http://deb.debian.org/debian')
+LABEL = 'aicluster.lab'
+CONTAINERS_CONF = '/etc/containers/containers.conf.d/50-aicluster-lab.conf'
+INVENTORY = os.path.join(REPO, 'inventories', 'lab', 'hosts.yml')
+SSH_KEY = os.path.join(STATE, 'ssh', 'id_ed25519')
+# Capabilities beyond podman's defaults: sshd's PAM audit records, ping -M do
+# (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles.
+CAPABILITIES = ['AUDIT_WRITE', 'NET_RAW', 'MKNOD', 'NET_ADMIN']
+
+
+def log(msg):
+    print('lab: %s' % msg, flush=True)
+
+
+def run(argv, check=True, capture=True, **kwargs):
+    result = subprocess.run(argv, check=False, text=True,
+                            stdout=subprocess.PIPE if capture else None,
+                            stderr=subprocess.PIPE if capture else None, **kwargs)
+    if check and result.returncode != 0:
+        sys.exit('lab: command failed (rc=%d): %s\n%s%s' % (
+            result.returncode, ' '.join(argv), result.stdout or '', result.stderr or ''))
+    return result
+
+
+def podman(*args, check=True):
+    return run(['podman'] + list(args), check=check)
+
+
+# ---------------------------------------------------------------- host setup
+def host_limits():
+    """nofile capped at this machine's hard limit, nproc at 32768 (podman asks ~1M of each)."""
+    import resource
+    nofile = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if nofile == resource.RLIM_INFINITY or nofile > 1048576:
+        nofile = 1048576
+    return nofile, 32768
+
+
+def containers_conf_text():
+    nofile, nproc = host_limits()
+    return (
+        '# Written by aicluster.infra lab/lab.py setup: what podman needs on this machine.\n'
+        '# crun fails on cgroup v1 hybrid hosts; podman\'s default ulimits exceed the hard limits here.\n'
+        '[containers]\n'
+        'default_ulimits = ["nofile=%d:%d", "nproc=%d:%d"]\n'
+        '[engine]\n'
+        'runtime = "runc"\n' % (nofile, nofile, nproc, nproc))
+
+
+def cmd_setup(_args):
+    missing = [tool for tool in ('podman', 'runc', 'debootstrap') if not shutil.which(tool)]
+    if missing:
+        sys.exit('lab: missing %s; `make lab-deps` installs them (apt-get install podman runc debootstrap)' % ', '.join(missing))
+    text = containers_conf_text()
+    current = None
+    if os.path.exists(CONTAINERS_CONF):
+        with open(CONTAINERS_CONF, encoding='utf-8') as handle:
+            current = handle.read()
+    if current != text:
+        os.makedirs(os.path.dirname(CONTAINERS_CONF), exist_ok=True)
+        with open(CONTAINERS_CONF + '.tmp', 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        os.replace(CONTAINERS_CONF + '.tmp', CONTAINERS_CONF)
+        log('wrote %s' % CONTAINERS_CONF)
+    else:
+        log('podman settings already in place')
+
+
+# ---------------------------------------------------------------- image
+def recipe_hash():
+    digest = hashlib.sha256()
+    with open(IMAGE_RECIPE, 'rb') as handle:
+        digest.update(handle.read())
+    digest.update(('%s %s' % (SUITE, MIRROR)).encode())
+    return digest.hexdigest()[:12]
+
+
+def image_ref():
+    return '%s:%s-%s' % (IMAGE_REPO, SUITE, recipe_hash())
+
+
+def image_exists(ref):
+    return podman('image', 'exists', ref, check=False).returncode == 0
+
+
+def cmd_image(args):
+    ref = image_ref()
+    stable = '%s:%s' % (IMAGE_REPO, SUITE)
+    if image_exists(ref) and not args.force:
+        log('image %s is current (recipe unchanged)' % ref)
+    else:
+        build = tempfile.mkdtemp(prefix='aicluster-lab-image-', dir=os.environ.get('LAB_BUILD_DIR'))
+        rootfs = os.path.join(build, 'rootfs')
+        try:
+            log('building %s with debootstrap (about 1-2 minutes)' % ref)
+            started = time.time()
+            run(['bash', IMAGE_RECIPE, rootfs, SUITE, MIRROR], capture=False)
+            tarball = os.path.join(build, 'rootfs.tar')
+            run(['tar', '-C', rootfs, '--numeric-owner', '-cf', tarball, '.'])
+            podman('import',
+                   '--change', 'CMD ["/lib/systemd/systemd"]',
+                   '--change', 'ENV container=podman',
+                   '--change', 'STOPSIGNAL SIGRTMIN+3',
+                   '--change', 'LABEL %s.recipe=%s' % (LABEL, recipe_hash()),
+                   tarball, ref)
+            log('built %s in %.0f s' % (ref, time.time() - started))
+        finally:
+            shutil.rmtree(build, ignore_errors=True)
+    # A stable tag for molecule scenarios; it always points at the current recipe.
+    podman('tag', ref, stable)
+    # Images of older recipes are dropped, unless a container still uses them.
+    for line in podman('images', '--format', '{{.Repository}}:{{.Tag}}', IMAGE_REPO).stdout.split():
+        if line not in (ref, stable) and line.startswith(IMAGE_REPO + ':' + SUITE + '-'):
+            podman('rmi', line, check=False)
+    return ref
+
+
+# ---------------------------------------------------------------- lab up/down
+def host_names(compute):
+    return ['ctl01'] + ['gpu%02d' % i for i in range(1, compute + 1)]
+
+
+def container_name(lab, host):
+    return '%s-%s' % (lab, host)
+
+
+def network_name(lab):
+    return '%s-net' % lab
+
+
+def ensure_ssh_key():
+    if not os.path.exists(SSH_KEY):
+        os.makedirs(os.path.dirname(SSH_KEY), mode=0o700, exist_ok=True)
+        run(['ssh-keygen', '-q', '-t', 'ed25519', '-N', '', '-C', 'aicluster-lab', '-f', SSH_KEY])
+        log('made the lab SSH key %s' % SSH_KEY)
+    with open(SSH_KEY + '.pub', encoding='utf-8') as handle:
+        return handle.read().strip()
+
+
+def ensure_network(lab):
+    net = network_name(lab)
+    if podman('network', 'exists', net, check=False).returncode != 0:
+        podman('network', 'create', '--label', '%s=%s' % (LABEL, lab), '--opt', 'mtu=9000', net)
+        log('created network %s (MTU 9000)' % net)
+    return net
+
+
+def inspect(name):
+    result = podman('container', 'inspect', name, check=False)
+    if result.returncode != 0:
+        return None
+    return json.loads(result.stdout)[0]
+
+
+def ensure_container(lab, host, image, net):
+    name = container_name(lab, host)
+    info = inspect(name)
+    if info and info['Config']['Image'] != image:
+        log('%s runs an older image; recreating it' % name)
+        podman('rm', '-f', '-t', '10', name)
+        info = None
+    if info is None:
+        argv = ['run', '-d', '--name', name, '--hostname', host,
+                '--network', net, '--network-alias', host,
+                '--systemd', 'always', '--runtime', 'runc',
+                '--label', '%s=%s' % (LABEL, lab), '--label', '%s.host=%s' % (LABEL, host)]
+        for cap in CAPABILITIES:
+            argv += ['--cap-add', cap]
+        podman(*(argv + [image]))
+        log('started %s' % name)
+    elif not info['State']['Running']:
+        podman('start', name)
+        log('restarted %s' % name)
+    return name
+
+
+def wait_running(name, timeout=60):
+    deadline = time.time() + timeout
+    state = ''
+    while time.time() < deadline:
+        state = podman('exec', name, 'systemctl', 'is-system-running', check=False).stdout.strip()
+        if state in ('running', 'degraded'):
+            return state
+        time.sleep(0.5)
+    sys.exit('lab: %s did not finish booting in %d s (systemd says %r)' % (name, timeout, state))
+
+
+def authorize_key(name, pubkey):
+    script = ('install -d -m 0700 /root/.ssh && touch /root/.ssh/authorized_keys && '
+              'chmod 0600 /root/.ssh/authorized_keys && '
+              'grep -qxF "$1" /root/.ssh/authorized_keys || echo "$1" >> /root/.ssh/authorized_keys')
+    podman('exec', name, 'sh', '-c', script, 'sh', pubkey)
+
+
+def address(name, net):
+    info = inspect(name)
+    return info['NetworkSettings']['Networks'][net]['IPAddress']
+
+
+def wait_ssh(addr, timeout=60):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        result = run(['ssh', '-i', SSH_KEY, '-o', 'BatchMode=yes', '-o', 'StrictHostKeyChecking=no',
+                      '-o', 'UserKnownHostsFile=/dev/null', '-o', 'ConnectTimeout=3', '-o', 'LogLevel=ERROR',
+                      'root@%s' % addr, 'true'], check=False)
+        if result.returncode == 0:
+            return
+        time.sleep(0.5)
+    sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
+
+
+def inventory_text(lab, hosts):
+    """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md)."""
+    controller = [h for h in hosts if h.startswith('ctl')]
+    compute = [h for h in hosts if h.startswith('gpu')]
+    groups = {
+        'slurm_controller': controller,
+        'slurm_dbd': controller,
+        'ib_subnet_manager': controller,
+        'login': controller,
+        'slurm_compute': compute,
+        'gpu_nodes': compute,
+    }
+    lines = [
+        '---',
+        '# Written by lab/lab.py up --name %s; do not edit (it is rewritten on every `lab up`).' % lab,
+        '# The lab hosts are podman containers reached over SSH exactly as real nodes are.',
+        'all:',
+        '  vars:',
+        '    ansible_user: root',
+        '    ansible_ssh_private_key_file: %s' % SSH_KEY,
+        '    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR',
+        '    aicluster_lab_name: %s' % lab,
+        '  hosts:',
+    ]
+    for host, addr in hosts.items():
+        lines += ['    %s:' % host, '      ansible_host: %s' % addr]
+    lines.append('  children:')
+    for group, members in groups.items():
+        lines.append('    %s:' % group)
+        lines.append('      hosts:')
+        lines += ['        %s: {}' % member for member in members] or []
+        if not members:
+            lines[-1] = '      hosts: {}'
+    return '\n'.join(lines) + '\n'
+
+
+def write_if_changed(path, text):
+    current = None
+    if os.path.exists(path):
+        with open(path, encoding='utf-8') as handle:
+            current = handle.read()
+    if current == text:
+        return False
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path + '.tmp', 'w', encoding='utf-8') as handle:
+        handle.write(text)
+    os.replace(path + '.tmp', path)
+    return True
+
+
+def cmd_up(args):
+    cmd_setup(args)
+    image = image_ref()
+    if not image_exists(image):
+        cmd_image(argparse.Namespace(force=False))
+    pubkey = ensure_ssh_key()
+    net = ensure_network(args.name)
+    hosts = host_names(args.compute)
+    names = [ensure_container(args.name, host, image, net) for host in hosts]
+    addresses = {}
+    for host, name in zip(hosts, names):
+        wait_running(name)
+        authorize_key(name, pubkey)
+        addresses[host] = address(name, net)
+    for addr in addresses.values():
+        wait_ssh(addr)
+    # Hosts beyond the requested count (a smaller lab than last time) are removed.
+    for name in labelled('container', args.name):
+        if name not in names:
+            podman('rm', '-f', '-t', '10', name)
+            log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses)):
+        log('wrote %s' % os.path.relpath(args.inventory, REPO))
+    log('lab %s is up: %s' % (args.name, ', '.join('%s=%s' % item for item in addresses.items())))
+
+
+def labelled(kind, lab):
+    fmt = {'container': '{{.Names}}', 'network': '{{.Name}}', 'volume': '{{.Name}}'}[kind]
+    argv = {'container': ['ps', '-a'], 'network': ['network', 'ls'], 'volume': ['volume', 'ls']}[kind]
+    out = podman(*(argv + ['--filter', 'label=%s=%s' % (LABEL, lab), '--format', fmt])).stdout
+    return [line for line in out.split() if line]
+
+
+def cmd_down(args):
+    containers = labelled('container', args.name)
+    if containers:
+        podman(*(['rm', '-f', '-v', '-t', '10'] + containers))
+    networks = labelled('network', args.name)
+    for net in networks:
+        podman('network', 'rm', net)
+    volumes = labelled('volume', args.name)
+    if volumes:
+        podman(*(['volume', 'rm', '-f'] + volumes))
+    if os.path.exists(args.inventory):
+        with open(args.inventory, encoding='utf-8') as handle:
+            if 'lab.py up --name %s;' % args.name in handle.readline() + handle.readline():
+                os.remove(args.inventory)
+    log('lab %s is down: removed %d containers, %d networks, %d volumes' % (
+        args.name, len(containers), len(networks), len(volumes)))
+
+
+def cmd_status(args):
+    out = podman('ps', '-a', '--filter', 'label=%s=%s' % (LABEL, args.name),
+                 '--format', '{{.Names}}\t{{.Status}}\t{{.Image}}').stdout
+    print(out.strip() or 'lab %s: no containers' % args.name)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest='command', required=True)
+    sub.add_parser('setup').set_defaults(func=cmd_setup)
+    image = sub.add_parser('image')
+    image.add_argument('--force', action='store_true', help='rebuild even when the recipe is unchanged')
+    image.set_defaults(func=lambda a: print(cmd_image(a)))
+    sub.add_parser('image-ref').set_defaults(func=lambda a: print(image_ref()))
+    for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status)):
+        cmd = sub.add_parser(name)
+        cmd.add_argument('--name', default=os.environ.get('LAB_NAME', 'aic'), help='lab name (default: aic)')
+        cmd.add_argument('--inventory', default=INVENTORY)
+        if name == 'up':
+            cmd.add_argument('--compute', type=int, default=int(os.environ.get('LAB_COMPUTE', '3')),
+                             help='number of compute hosts gpu01..gpuNN (default: 3)')
+        cmd.set_defaults(func=func)
+    args = parser.parse_args()
+    if os.geteuid() != 0:
+        sys.exit('lab: rootful podman is needed; run as root')
+    args.func(args)
+
+
+if __name__ == '__main__':
+    main()
