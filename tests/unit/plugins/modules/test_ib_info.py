@@ -1,0 +1,163 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from _paths import own_fixture, real_fixture
+
+from ansible_collections.aicluster.infra.plugins.modules import ib_info
+
+IB_NDR = real_fixture('ibstat/gpud-h100-ib-ndr-cx7-eth-cx6dx-3down.txt')
+ROCE = real_fixture('ibstat/gpud-h100-roce400-cx7-all-active.txt')
+IBPANIC = real_fixture('ibstat/gpud-azure-ndv4-a100-hdr-ibpanic-mlx5_8.txt')
+IBDEV2NETDEV = own_fixture('ibdev2netdev/ibdev2netdev-mlnx-tools-h100-ndr-ib-roce-mixed-handmade.txt')
+SHOW_GIDS = own_fixture('show_gids/show_gids-mlnx-tools-h100-roce-v1-v2-ipv4-vlan-handmade.txt')
+OFED = (0, 'MLNX_OFED_LINUX-23.10-1.1.9.0:\n', '')
+
+
+def _port(result, name, number=1):
+    hca = next(hca for hca in result['hcas'] if hca['name'] == name)
+    return next(port for port in hca['ports'] if port['port'] == number)
+
+
+def test_ibstat_with_ibdev2netdev_and_ofed(run_module):
+    result, calls = run_module(ib_info, {}, {
+        'ibstat': (0, IB_NDR, ''),
+        'ibdev2netdev': (0, IBDEV2NETDEV, ''),
+        'ofed_info': OFED,
+    })
+    assert result['changed'] is False
+    assert 'failed' not in result
+    assert calls == [['/usr/bin/ibstat'], ['/usr/bin/ibdev2netdev'], ['/usr/bin/ofed_info', '-s']]
+    assert len(result['hcas']) == 12
+    mlx5_0 = result['hcas'][0]
+    assert mlx5_0['name'] == 'mlx5_0'
+    assert mlx5_0['ca_type'] == 'MT4129'
+    port = mlx5_0['ports'][0]
+    assert port['state'] == 'Active' and port['physical_state'] == 'LinkUp'
+    assert port['rate_gbps'] == 400.0
+    assert port['link_layer'] == 'InfiniBand'
+    assert port['netdev'] == 'ibp12s0' and port['netdev_state'] == 'Up'
+    assert port['gids'] == [] and port['roce_v2_gid_index'] is None
+    down = _port(result, 'mlx5_2')
+    assert down['state'] == 'Down' and down['netdev'] == 'ens9f1np1' and down['netdev_state'] == 'Down'
+    assert result['ofed_version'] == 'MLNX_OFED_LINUX-23.10-1.1.9.0'
+    assert result['errors'] == []
+
+
+def test_roce_gid_index_prefers_v2_with_ipv4(run_module):
+    result, dummy = run_module(ib_info, {}, {
+        'ibstat': (0, ROCE, ''),
+        'show_gids': (0, SHOW_GIDS, ''),
+    })
+    port = _port(result, 'mlx5_0')
+    assert port['link_layer'] == 'Ethernet'
+    assert port['roce_v2_gid_index'] == 3
+    assert [gid['index'] for gid in port['gids']] == [0, 1, 2, 3]
+    assert port['gids'][0] == {'index': 0, 'gid': 'fe80:0000:0000:0000:a288:c2ff:fead:eab8', 'ipv4': None, 'version': 'v1', 'netdev': 'ens1np0'}
+    assert port['gids'][3]['ipv4'] == '10.10.1.21'
+    # no ibdev2netdev: the netdev comes from show_gids, its state is unknown
+    assert port['netdev'] == 'ens1np0' and port['netdev_state'] is None
+    # lowest v2 index with IPv4 wins over the VLAN GID 5 with IPv4
+    assert _port(result, 'mlx5_3')['roce_v2_gid_index'] == 3
+    # a port without GIDs in show_gids
+    other = _port(result, 'mlx5_1')
+    assert other['gids'] == [] and other['roce_v2_gid_index'] is None and other['netdev'] is None
+    assert result['ofed_version'] is None
+
+
+def test_roce_v2_gid_index_without_ipv4_is_lowest_v2():
+    gids = [{'index': 0, 'version': 'v1', 'ipv4': None}, {'index': 5, 'version': 'v2', 'ipv4': None},
+            {'index': 1, 'version': 'v2', 'ipv4': None}]
+    assert ib_info.roce_v2_gid_index(gids) == 1
+    assert ib_info.roce_v2_gid_index([{'index': 0, 'version': 'v1', 'ipv4': '10.0.0.1'}]) is None
+    assert ib_info.roce_v2_gid_index([]) is None
+
+
+def test_optional_tools_absent(run_module):
+    result, calls = run_module(ib_info, {}, {'ibstat': (0, IB_NDR, '')})
+    assert calls == [['/usr/bin/ibstat']]
+    for hca in result['hcas']:
+        for port in hca['ports']:
+            assert port['netdev'] is None
+            assert port['netdev_state'] is None
+            assert port['gids'] == []
+            assert port['roce_v2_gid_index'] is None
+    assert result['ofed_version'] is None
+    assert 'warnings' not in result
+
+
+def test_devices_filter_and_unknown_name(run_module):
+    result, dummy = run_module(ib_info, {'devices': ['mlx5_3', 'mlx5_0', 'mlx5_99']}, {'ibstat': (0, IB_NDR, '')})
+    assert [hca['name'] for hca in result['hcas']] == ['mlx5_0', 'mlx5_3']
+    assert result['errors'] == ['mlx5_99: not printed by ibstat']
+
+
+def test_check_mode_still_returns_facts(run_module):
+    result, calls = run_module(ib_info, {'_ansible_check_mode': True}, {'ibstat': (0, IB_NDR, '')})
+    assert result['changed'] is False
+    assert len(result['hcas']) == 12
+    assert calls == [['/usr/bin/ibstat']]
+
+
+def test_ibstat_missing(run_module):
+    result, calls = run_module(ib_info, {}, {'ibdev2netdev': (0, IBDEV2NETDEV, '')})
+    assert result['failed'] is True
+    assert 'ibstat' in result['msg']
+    assert calls == []
+
+
+def test_ibstat_fails_without_output(run_module):
+    result, dummy = run_module(ib_info, {}, {'ibstat': (255, '', "ibpanic: [1] main: can't open UMAD port\n")})
+    assert result['failed'] is True
+    assert 'ibstat failed with rc=255' in result['msg']
+    assert result['cmd'] == ['/usr/bin/ibstat']
+    assert result['rc'] == 255
+    assert result['stdout'] == ''
+    assert 'UMAD' in result['stderr']
+
+
+def test_ibstat_partial_output_with_ibpanic_is_returned_with_errors(run_module):
+    out = IBPANIC.replace('\nibpanic', '\n\x00ibpanic').split('\x00')[0]
+    err = IBPANIC[len(out):]
+    result, dummy = run_module(ib_info, {}, {'ibstat': (255, out, err)})
+    assert 'failed' not in result
+    assert [hca['name'] for hca in result['hcas']] == ['mlx5_%d' % i for i in range(8)]
+    assert any("stat of IB device 'mlx5_8' failed" in line for line in result['errors'])
+    assert any('rc=255' in warning for warning in result['warnings'])
+
+
+def test_ibstat_merged_stderr_real_capture(run_module):
+    # the capture has stderr merged into stdout; the parser itself finds the ibpanic line
+    result, dummy = run_module(ib_info, {}, {'ibstat': (255, IBPANIC, '')})
+    assert len(result['hcas']) == 8
+    assert len(result['errors']) == 1 and result['errors'][0].startswith('ibpanic:')
+
+
+def test_ibstat_unparseable_output(run_module):
+    result, dummy = run_module(ib_info, {}, {'ibstat': (0, 'Segmentation fault\nsomething else\n', '')})
+    assert result['failed'] is True
+    assert 'not ibstat output' in result['msg']
+    assert result['rc'] == 0 and result['stdout'].startswith('Segmentation fault')
+
+
+def test_ibstat_empty_output_means_no_adapters(run_module):
+    result, dummy = run_module(ib_info, {}, {'ibstat': (0, '', '')})
+    assert result['hcas'] == [] and result['errors'] == []
+
+
+def test_optional_tool_failure_or_garbage_only_warns(run_module):
+    result, dummy = run_module(ib_info, {}, {
+        'ibstat': (0, IB_NDR, ''),
+        'ibdev2netdev': (1, '', 'ls: cannot access /sys/class/net/*/device/infiniband\n'),
+        'show_gids': (0, 'garbage\n', ''),
+        'ofed_info': (1, '', 'error\n'),
+    })
+    assert 'failed' not in result
+    assert _port(result, 'mlx5_0')['netdev'] is None
+    assert any(warning.startswith('ibdev2netdev failed (rc=1)') for warning in result['warnings'])
+    assert any(warning.startswith('show_gids printed output') for warning in result['warnings'])
+    assert result['ofed_version'] is None
