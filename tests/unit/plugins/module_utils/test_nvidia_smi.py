@@ -251,7 +251,7 @@ def test_nvlink_errors_handmade():
     link = result['gpus'][3]['links'][4]
     assert (link['replay_errors'], link['recovery_errors'], link['crc_errors']) == (37, 2, 1590)
     assert link['counters'] == {'Replay Errors': 37, 'Recovery Errors': 2, 'CRC Errors': 1590}
-    total = sum(l['crc_errors'] for gpu in result['gpus'] for l in gpu['links'])
+    total = sum(link['crc_errors'] for gpu in result['gpus'] for link in gpu['links'])
     assert total == 1590
 
 
