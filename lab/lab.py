@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The container lab: disposable Debian hosts with systemd as PID 1, reached over SSH.
 
     lab.py setup                 make this machine able to run the lab (podman settings)

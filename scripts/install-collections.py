@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Install the collections named in requirements.yml without Ansible Galaxy.
 
 Galaxy is unreachable from air-gapped sites and from our CI. The `ansible`
