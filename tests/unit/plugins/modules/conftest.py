@@ -21,6 +21,7 @@ import os
 import pytest
 
 from ansible.module_utils import basic
+from ansible.module_utils.common import warnings
 
 try:
     from ansible.module_utils.testing import patch_module_args
@@ -82,6 +83,11 @@ def run_module(monkeypatch, capsys):
         monkeypatch.setattr(basic.AnsibleModule, 'run_command',
                             lambda self, args, **kwargs: box.run_command(self, args, **kwargs))
         capsys.readouterr()
+        # warnings are process-global in ansible-core; start every run clean
+        for name in ('_global_warnings', '_global_deprecations'):
+            store = getattr(warnings, name, None)
+            if store is not None:
+                monkeypatch.setattr(warnings, name, type(store)())
         with patch_module_args(args):
             with pytest.raises(SystemExit):
                 module.main()

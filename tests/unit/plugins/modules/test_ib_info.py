@@ -87,7 +87,7 @@ def test_optional_tools_absent(run_module):
             assert port['gids'] == []
             assert port['roce_v2_gid_index'] is None
     assert result['ofed_version'] is None
-    assert 'warnings' not in result
+    assert 'warnings' not in result, result['warnings']
 
 
 def test_devices_filter_and_unknown_name(run_module):

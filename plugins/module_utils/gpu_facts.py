@@ -1,0 +1,258 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Pure merge of nvidia-smi outputs into the gpu_info facts.
+
+Nothing here runs a command or reads a file: the gpu_info module gathers
+the texts and hands them over. Parsing of the tools' own formats lives in
+nvidia_smi.py; this file only derives (nearest NIC, CPU list, device minor,
+MIG devices) and assembles.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import gpu_type_name
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import cpulist_expand
+
+# Fields gpu_info always queries with --query-gpu (order = CSV column order).
+BASE_FIELDS = (
+    'index', 'name', 'uuid', 'pci.bus_id', 'memory.total', 'driver_version',
+    'persistence_mode', 'mig.mode.current',
+)
+
+# Health fields queried in a second, best-effort call: an older driver that
+# does not know one of them refuses the whole query, and must not cost the
+# base facts. retired_pages.* is N/A on Ampere and later, remapped_rows.* is
+# N/A before Ampere.
+HEALTH_FIELDS = (
+    'index', 'ecc.mode.current', 'ecc.errors.uncorrected.volatile.total',
+    'retired_pages.pending', 'remapped_rows.uncorrectable',
+    'remapped_rows.pending', 'remapped_rows.failure',
+)
+
+# How close a NIC is to a GPU in `nvidia-smi topo -m`, closest first.
+# SOC is the pre-R384 spelling of SYS.
+TOPO_RANK = {'PIX': 0, 'PXB': 1, 'PHB': 2, 'NODE': 3, 'SYS': 4, 'SOC': 4}
+
+_NA = ('', 'n/a', '[n/a]', 'not supported', '[not supported]', 'unknown error', '[unknown error]')
+_TRUE = ('enabled', 'yes', 'true', 'on')
+_FALSE = ('disabled', 'no', 'false', 'off')
+
+_MINOR_RE = re.compile(r'^\s*Device Minor\s*:\s*([0-9]+)\s*$', re.MULTILINE)
+_LIST_GPU_RE = re.compile(r'^GPU\s+([0-9]+):')
+_LIST_MIG_RE = re.compile(r'^\s+MIG\s+(\S+)\s+Device\s+([0-9]+):\s*\(UUID:\s*([^)\s]+)\s*\)')
+_NIC_LABEL_RE = re.compile(r'^NIC([0-9]+)$')
+
+
+def _blank(value):
+    return value is None or (not isinstance(value, (int, float, bool)) and str(value).strip().lower() in _NA)
+
+
+def to_int(value):
+    """An int from a CSV cell (``'81559'``, ``81559``, ``'81559 MiB'``), or None when N/A."""
+    if _blank(value) or isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return int(value)
+    match = re.match(r'^\s*(-?[0-9]+)(?:\.0+)?(?:\s*[A-Za-z%]+)?\s*$', str(value))
+    return int(match.group(1)) if match else None
+
+
+def to_bool(value):
+    """True/False from Enabled/Disabled, Yes/No and the like; None when N/A or unknown."""
+    if isinstance(value, bool):
+        return value
+    if _blank(value):
+        return None
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    return None
+
+
+def sysfs_bus_id(bus_id):
+    """nvidia-smi's ``00000000:18:00.0`` as the kernel spells it: ``0000:18:00.0``.
+
+    The domain is printed with at least four hex digits, in lower case, as
+    in /sys/bus/pci/devices and /proc/driver/nvidia/gpus/.
+    """
+    text = str(bus_id).strip()
+    parts = text.split(':')
+    if len(parts) != 3:
+        return text.lower()
+    try:
+        domain = '%04x' % int(parts[0], 16)
+    except ValueError:
+        return text.lower()
+    return ('%s:%s:%s' % (domain, parts[1], parts[2])).lower()
+
+
+def parse_device_minor(text):
+    """The ``Device Minor:`` of /proc/driver/nvidia/gpus/<pci>/information, or None."""
+    match = _MINOR_RE.search(text or '')
+    return int(match.group(1)) if match else None
+
+
+def parse_mig_devices(text):
+    """MIG devices from ``nvidia-smi -L``, as ``{gpu_index: [{index, profile, uuid}]}``.
+
+    ``-L`` prints each GPU line (``GPU 0: NAME (UUID: GPU-...)``) followed by
+    indented lines ``MIG 1g.10gb Device 0: (UUID: MIG-...)`` for its MIG
+    devices. Lines of other shapes are ignored.
+    """
+    found = {}
+    current = None
+    for line in (text or '').splitlines():
+        gpu = _LIST_GPU_RE.match(line)
+        if gpu:
+            current = int(gpu.group(1))
+            found.setdefault(current, [])
+            continue
+        mig = _LIST_MIG_RE.match(line)
+        if mig and current is not None:
+            found[current].append({
+                'index': int(mig.group(2)),
+                'profile': mig.group(1),
+                'uuid': mig.group(3),
+            })
+    return found
+
+
+def _nic_order(label):
+    match = _NIC_LABEL_RE.match(label)
+    return (0, int(match.group(1)), label) if match else (1, 0, label)
+
+
+def nearest_nic(row, nic_names=None):
+    """The NIC closest to one GPU, from that GPU's row of the topology matrix.
+
+    ``row`` maps column labels to relations (``{'GPU1': 'NV18', 'NIC0': 'PXB'}``).
+    Only NIC columns count (``NICn``; or, from drivers that print device
+    names as column headers, any column named in ``nic_names`` values or
+    starting with ``mlx``). The closest relation wins (PIX < PXB < PHB <
+    NODE < SYS); ties go to the lowest NIC number. Returns the NIC's device
+    name from ``nic_names`` (``{'NIC0': 'mlx5_0'}``), the label itself when
+    the legend lacks it, or None when no NIC column has a known relation.
+    """
+    nic_names = nic_names or {}
+    named = set(nic_names.values())
+    best = None
+    for label in sorted(row or {}, key=_nic_order):
+        if not (_NIC_LABEL_RE.match(label) or label in named or label.startswith('mlx')):
+            continue
+        rank = TOPO_RANK.get(str(row[label]).strip().upper())
+        if rank is None:
+            continue
+        if best is None or rank < best[0]:
+            best = (rank, label)
+    if best is None:
+        return None
+    return nic_names.get(best[1], best[1])
+
+
+def _cpus(affinity):
+    if not affinity:
+        return []
+    try:
+        return cpulist_expand(affinity)
+    except ParseError:
+        return []
+
+
+def _gpu_type(name):
+    if _blank(name):
+        return None
+    try:
+        return gpu_type_name(name)
+    except ValueError:
+        return None
+
+
+def _numa_node(value):
+    number = to_int(value)
+    return number if number is not None and number >= 0 else None
+
+
+def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_version=None, mig_devices=None):
+    """Assemble the gpu_info facts.
+
+    :arg rows: ``parse_query_gpu_csv`` rows for :data:`BASE_FIELDS`.
+    :arg topology: ``parse_topo_matrix`` result, or None when not gathered.
+    :arg health_rows: ``parse_query_gpu_csv`` rows for :data:`HEALTH_FIELDS`,
+        or None when that query was refused (the health keys are then None).
+    :arg minors: ``{pci_bus_id (as nvidia-smi prints it): device minor}``;
+        a GPU missing from it gets its index as minor number (the two often
+        agree, but nothing guarantees it: the index follows PCI order, the
+        minor number the driver's probe order).
+    :arg cuda_version: the CUDA version string, or None.
+    :arg mig_devices: ``parse_mig_devices`` result, or None.
+    :returns: ``{driver_version, cuda_version, count, gpus, topology}``.
+    """
+    minors = minors or {}
+    mig_devices = mig_devices or {}
+    health = {}
+    for hrow in health_rows or []:
+        hindex = to_int(hrow.get('index'))
+        if hindex is not None:
+            health[hindex] = hrow
+    topo = topology or {}
+    matrix = topo.get('matrix') or {}
+    cpu_affinity = topo.get('cpu_affinity') or {}
+    numa_affinity = topo.get('numa_affinity') or {}
+    nic_names = topo.get('nic_names') or {}
+
+    gpus = []
+    driver_version = None
+    for row in rows:
+        index = to_int(row.get('index'))
+        name = row.get('name')
+        bus_id = row.get('pci.bus_id')
+        label = 'GPU%s' % index
+        minor = minors.get(bus_id)
+        if minor is None:
+            minor = index
+        affinity = cpu_affinity.get(label)
+        if _blank(affinity):
+            affinity = None
+        hrow = health.get(index, {})
+        mig_enabled = bool(to_bool(row.get('mig.mode.current')))
+        gpus.append({
+            'index': index,
+            'name': name,
+            'type': _gpu_type(name),
+            'uuid': row.get('uuid'),
+            'pci_bus_id': bus_id,
+            'minor_number': minor,
+            'device_file': '/dev/nvidia%d' % minor if minor is not None else None,
+            'memory_total_mib': to_int(row.get('memory.total')),
+            'persistence_mode': to_bool(row.get('persistence_mode')),
+            'cpu_affinity': affinity,
+            'cpus': _cpus(affinity),
+            'numa_node': _numa_node(numa_affinity.get(label)),
+            'nearest_nic': nearest_nic(matrix.get(label), nic_names),
+            'mig_enabled': mig_enabled,
+            'mig_devices': list(mig_devices.get(index, [])) if mig_enabled else [],
+            'ecc_enabled': to_bool(hrow.get('ecc.mode.current')),
+            'ecc_errors_uncorrected_volatile': to_int(hrow.get('ecc.errors.uncorrected.volatile.total')),
+            'retired_pages_pending': to_bool(hrow.get('retired_pages.pending')),
+            'remapped_rows_uncorrectable': to_int(hrow.get('remapped_rows.uncorrectable')),
+            'remapped_rows_pending': to_bool(hrow.get('remapped_rows.pending')),
+            'remapped_rows_failure': to_bool(hrow.get('remapped_rows.failure')),
+        })
+        if driver_version is None and not _blank(row.get('driver_version')):
+            driver_version = str(row.get('driver_version')).strip()
+    gpus.sort(key=lambda gpu: (gpu['index'] is None, gpu['index']))
+    return {
+        'driver_version': driver_version,
+        'cuda_version': cuda_version,
+        'count': len(gpus),
+        'gpus': gpus,
+        'topology': topology,
+    }

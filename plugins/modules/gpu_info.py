@@ -1,0 +1,298 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: gpu_info
+short_description: Gather NVIDIA GPU facts from nvidia-smi, with PCIe/NUMA topology and nearest NIC
+version_added: 0.1.0
+description:
+  - Runs C(nvidia-smi --query-gpu=index,name,uuid,pci.bus_id,memory.total,driver_version,persistence_mode,mig.mode.current
+    --format=csv,noheader,nounits) and returns one entry per GPU.
+  - Runs a second, best-effort query for the health counters (C(ecc.mode.current), C(ecc.errors.uncorrected.volatile.total),
+    C(retired_pages.pending), C(remapped_rows.uncorrectable), C(remapped_rows.pending), C(remapped_rows.failure)); a driver
+    that refuses one of these fields only costs those keys (they are V(null)) and a warning.
+  - With O(topology=true), runs C(nvidia-smi topo -m) and derives each GPU's CPU affinity, CPU list, NUMA node and nearest NIC.
+  - Reads the CUDA version from the header of C(nvidia-smi -q -d COMPUTE) (the C(CUDA Version) line every C(-q) report starts
+    with; C(--query-gpu) has no field for it).
+  - Reads each GPU's device minor number from C(/proc/driver/nvidia/gpus/<pci>/information) (C(Device Minor:)), because no
+    C(--query-gpu) field gives it; when that file is missing the GPU index is used instead.
+  - When a GPU has MIG enabled, runs C(nvidia-smi -L) to list its MIG devices.
+  - The module only reads state.
+author: aicluster.infra contributors (@aicluster)
+extends_documentation_fragment:
+  - aicluster.infra.attributes
+  - aicluster.infra.attributes.info_module
+  - aicluster.infra.attributes.platform
+options:
+  topology:
+    description:
+      - Whether to run C(nvidia-smi topo -m) and return RV(topology), the CPU and NUMA affinity and the nearest NIC of each GPU.
+      - With V(false), RV(topology) is V(null), RV(gpus[].cpus) is empty and the affinity keys are V(null).
+    type: bool
+    default: true
+requirements:
+  - C(nvidia-smi) from the NVIDIA driver on the target.
+notes:
+  - All commands run with C(LANG=C) and C(LC_ALL=C).
+  - The module fails when C(nvidia-smi) is missing, when the GPU query or (with O(topology=true)) C(topo -m) fails,
+    or when their output cannot be parsed. The CUDA version, health counters, MIG listing and device minor numbers
+    are best effort.
+seealso:
+  - module: aicluster.infra.ib_info
+  - module: aicluster.infra.dcgm_diag
+'''
+
+EXAMPLES = r'''
+- name: Read the GPUs of the node
+  aicluster.infra.gpu_info:
+  register: gpu
+
+- name: Eight H100 with persistence mode on
+  ansible.builtin.assert:
+    that:
+      - gpu.count == 8
+      - gpu.gpus | map(attribute='type') | unique == ['h100']
+      - gpu.gpus | rejectattr('persistence_mode') | list | length == 0
+
+- name: GPU to NIC map for NCCL / Slurm gres.conf
+  ansible.builtin.debug:
+    msg: "{{ gpu.gpus | items2dict(key_name='index', value_name='nearest_nic') }}"
+
+- name: Without the topology (faster on large nodes)
+  aicluster.infra.gpu_info:
+    topology: false
+'''
+
+RETURN = r'''
+driver_version:
+  description: NVIDIA driver version.
+  returned: success
+  type: str
+  sample: 535.183.01
+cuda_version:
+  description: Highest CUDA version the driver supports, from the C(nvidia-smi -q) header; V(null) when not printed.
+  returned: success
+  type: str
+  sample: "12.2"
+count:
+  description: Number of GPUs.
+  returned: success
+  type: int
+  sample: 8
+gpus:
+  description: One entry per GPU, by index.
+  returned: success
+  type: list
+  elements: dict
+  contains:
+    index:
+      description: nvidia-smi index.
+      type: int
+      sample: 0
+    name:
+      description: Product name.
+      type: str
+      sample: NVIDIA H100 80GB HBM3
+    type:
+      description: Short GPU type derived from the name (for example V(h100), V(a100)).
+      type: str
+      sample: h100
+    uuid:
+      description: GPU UUID.
+      type: str
+      sample: GPU-566e6f65-c38e-b12f-4824-6944218668b9
+    pci_bus_id:
+      description: PCI bus id as nvidia-smi prints it.
+      type: str
+      sample: "00000000:18:00.0"
+    minor_number:
+      description: Device minor number (from C(/proc/driver/nvidia/gpus), else the index).
+      type: int
+      sample: 0
+    device_file:
+      description: The device node, C(/dev/nvidia<minor_number>).
+      type: str
+      sample: /dev/nvidia0
+    memory_total_mib:
+      description: Total framebuffer memory in MiB.
+      type: int
+      sample: 81559
+    persistence_mode:
+      description: Whether persistence mode is enabled.
+      type: bool
+      sample: true
+    cpu_affinity:
+      description: CPU affinity as C(topo -m) prints it; V(null) without topology.
+      type: str
+      sample: 0-47,96-143
+    cpus:
+      description: The CPU affinity expanded to CPU numbers.
+      type: list
+      elements: int
+      sample: [0, 1, 2, 3]
+    numa_node:
+      description: NUMA node of the GPU; V(null) when not printed or N/A.
+      type: int
+      sample: 0
+    nearest_nic:
+      description:
+        - The NIC with the closest C(topo -m) relation (PIX < PXB < PHB < NODE < SYS), ties broken by NIC order.
+        - V(null) without topology or NICs.
+      type: str
+      sample: mlx5_0
+    mig_enabled:
+      description: Whether MIG mode is currently enabled.
+      type: bool
+      sample: false
+    mig_devices:
+      description: The GPU's MIG devices from C(nvidia-smi -L) (C(index), C(profile), C(uuid)); empty when MIG is off.
+      type: list
+      elements: dict
+      sample: [{index: 0, profile: 1g.10gb, uuid: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f}]
+    ecc_enabled:
+      description: Whether ECC is currently enabled; V(null) when unknown.
+      type: bool
+      sample: true
+    ecc_errors_uncorrected_volatile:
+      description: Uncorrected ECC errors since the last driver load; V(null) when N/A.
+      type: int
+      sample: 0
+    retired_pages_pending:
+      description: Whether retired pages wait for a reset (pre-Ampere); V(null) when N/A.
+      type: bool
+      sample: null
+    remapped_rows_uncorrectable:
+      description: Rows remapped for uncorrectable errors (Ampere and later); V(null) when N/A.
+      type: int
+      sample: 0
+    remapped_rows_pending:
+      description: Whether a row remap waits for a GPU reset; V(null) when N/A.
+      type: bool
+      sample: false
+    remapped_rows_failure:
+      description: Whether a row remap failed (the GPU needs service); V(null) when N/A.
+      type: bool
+      sample: false
+topology:
+  description:
+    - The parsed C(nvidia-smi topo -m) (C(devices), C(matrix), C(cpu_affinity), C(numa_affinity), C(nic_names)).
+    - V(null) with O(topology=false).
+  returned: success
+  type: dict
+  sample:
+    devices: [GPU0, NIC0]
+    matrix: {GPU0: {GPU0: X, NIC0: PXB}, NIC0: {GPU0: PXB, NIC0: X}}
+    cpu_affinity: {GPU0: 0-47,96-143}
+    numa_affinity: {GPU0: "0"}
+    nic_names: {NIC0: mlx5_0}
+'''
+
+import os
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import (
+    BASE_FIELDS, HEALTH_FIELDS, merge_gpu_facts, parse_device_minor, parse_mig_devices, sysfs_bus_id, to_bool,
+)
+from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q, parse_query_gpu_csv, parse_topo_matrix
+
+C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
+PROC_GPUS = '/proc/driver/nvidia/gpus'
+
+
+def _run(module, argv):
+    rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
+    return rc, out or '', err or ''
+
+
+def _query_argv(nvidia_smi, fields):
+    return [nvidia_smi, '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits']
+
+
+def _required(module, argv, what, parser):
+    rc, out, err = _run(module, argv)
+    if rc != 0:
+        module.fail_json(msg='%s failed with rc=%d: %s' % (what, rc, (err or out).strip()[:500]), cmd=argv, rc=rc, stdout=out, stderr=err)
+    try:
+        return parser(out)
+    except ParseError as exc:
+        module.fail_json(msg='%s printed output that could not be parsed: %s' % (what, exc), cmd=argv, rc=rc, stdout=out, stderr=err)
+
+
+def _best_effort(module, argv, what):
+    rc, out, err = _run(module, argv)
+    if rc != 0:
+        module.warn('%s failed (rc=%d), its fields are left null: %s' % (what, rc, (err or out).strip()[:300]))
+        return None
+    return out
+
+
+def _read_minors(rows):
+    minors = {}
+    for row in rows:
+        bus_id = row.get('pci.bus_id')
+        if not bus_id:
+            continue
+        path = os.path.join(PROC_GPUS, sysfs_bus_id(bus_id), 'information')
+        try:
+            with open(path) as handle:
+                minor = parse_device_minor(handle.read())
+        except (IOError, OSError):
+            continue
+        if minor is not None:
+            minors[bus_id] = minor
+    return minors
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            topology=dict(type='bool', default=True),
+        ),
+        supports_check_mode=True,
+    )
+    nvidia_smi = module.get_bin_path('nvidia-smi', required=True)
+
+    rows = _required(module, _query_argv(nvidia_smi, BASE_FIELDS), 'nvidia-smi --query-gpu',
+                     lambda text: parse_query_gpu_csv(text, fields=list(BASE_FIELDS)))
+
+    health_rows = None
+    out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
+    if out is not None:
+        try:
+            health_rows = parse_query_gpu_csv(out, fields=list(HEALTH_FIELDS))
+        except ParseError as exc:
+            module.warn('nvidia-smi health query output could not be parsed, its fields are left null: %s' % exc)
+
+    topology = None
+    if module.params['topology']:
+        topology = _required(module, [nvidia_smi, 'topo', '-m'], 'nvidia-smi topo -m', parse_topo_matrix)
+
+    out = _best_effort(module, [nvidia_smi, '-q', '-d', 'COMPUTE'], 'nvidia-smi -q -d COMPUTE (CUDA version)')
+    cuda_version = None
+    if out is not None:
+        try:
+            cuda_version = parse_nvidia_smi_q(out).get('cuda_version')
+        except ParseError as exc:
+            module.warn('nvidia-smi -q -d COMPUTE output could not be parsed, cuda_version is left null: %s' % exc)
+
+    mig_devices = None
+    if any(to_bool(row.get('mig.mode.current')) for row in rows):
+        out = _best_effort(module, [nvidia_smi, '-L'], 'nvidia-smi -L (MIG devices)')
+        mig_devices = parse_mig_devices(out) if out is not None else None
+
+    facts = merge_gpu_facts(rows, topology=topology, health_rows=health_rows, minors=_read_minors(rows),
+                            cuda_version=cuda_version, mig_devices=mig_devices)
+    module.exit_json(changed=False, **facts)
+
+
+if __name__ == '__main__':
+    main()

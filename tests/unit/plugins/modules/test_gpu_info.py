@@ -1,0 +1,175 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+import pytest
+
+from _paths import own_fixture, real_fixture
+
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import BASE_FIELDS, HEALTH_FIELDS
+from ansible_collections.aicluster.infra.plugins.modules import gpu_info
+
+# Real `nvidia-smi -q` of an 8x H100 node (driver 535.183.01, CUDA 12.2): it
+# answers the `-q -d COMPUTE` call (same header), and the --query-gpu CSV
+# below is built from its values, so the two agree.
+Q_REAL = real_fixture('nvidia-smi/gpud-q-8xh100-535.183.01.txt')
+TOPO = own_fixture('nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt')
+BASE_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(BASE_FIELDS), '--format=csv,noheader,nounits']
+HEALTH_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(HEALTH_FIELDS), '--format=csv,noheader,nounits']
+
+
+def _gpus_of_q(text):
+    """(bus_id, name, uuid, memory MiB, persistence) of every GPU section of a real -q capture."""
+    gpus = []
+    for section in re.split(r'\n(?=GPU [0-9A-F]{8}:)', text)[1:]:
+        bus = re.match(r'GPU (\S+)', section).group(1)
+        name = re.search(r'Product Name\s+: (.+)', section).group(1).strip()
+        uuid = re.search(r'GPU UUID\s+: (\S+)', section).group(1)
+        total = re.search(r'FB Memory Usage\s+Total\s+: (\d+) MiB', section).group(1)
+        persistence = re.search(r'Persistence Mode\s+: (\S+)', section).group(1)
+        gpus.append((bus, name, uuid, total, persistence))
+    return gpus
+
+
+REAL_GPUS = _gpus_of_q(Q_REAL)
+BASE_CSV = ''.join('%d, %s, %s, %s, %s, 535.183.01, %s, Disabled\n' % (index, name, uuid, bus, total, persistence)
+                   for index, (bus, name, uuid, total, persistence) in enumerate(REAL_GPUS))
+HEALTH_CSV = ''.join('%d, Enabled, %d, [N/A], 0, No, No\n' % (index, 2 if index == 5 else 0) for index in range(len(REAL_GPUS)))
+
+
+def nvidia_smi(base=(0, BASE_CSV, ''), health=(0, HEALTH_CSV, ''), topo=(0, TOPO, ''), q=(0, Q_REAL, ''), listing=None):
+    def answer(argv):
+        if argv == BASE_ARGV:
+            return base
+        if argv == HEALTH_ARGV:
+            return health
+        if argv[1:] == ['topo', '-m']:
+            return topo
+        if argv[1:] == ['-q', '-d', 'COMPUTE']:
+            return q
+        if argv[1:] == ['-L'] and listing is not None:
+            return listing
+        raise AssertionError('unexpected command %r' % (argv,))
+    return answer
+
+
+@pytest.fixture(autouse=True)
+def no_proc(monkeypatch, tmp_path):
+    """Point the /proc/driver/nvidia/gpus lookup at an empty folder unless a test fills it."""
+    monkeypatch.setattr(gpu_info, 'PROC_GPUS', str(tmp_path))
+    return tmp_path
+
+
+def test_facts_of_an_8xh100_node(run_module):
+    assert len(REAL_GPUS) == 8
+    result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
+    assert 'failed' not in result and result['changed'] is False
+    assert [call[1:] for call in calls] == [BASE_ARGV[1:], HEALTH_ARGV[1:], ['topo', '-m'], ['-q', '-d', 'COMPUTE']]
+    assert result['driver_version'] == '535.183.01'
+    assert result['cuda_version'] == '12.2'
+    assert result['count'] == 8
+    gpu0 = result['gpus'][0]
+    assert gpu0['index'] == 0
+    assert gpu0['name'] == 'NVIDIA H100 80GB HBM3'
+    assert gpu0['type'] == 'h100'
+    assert gpu0['uuid'] == 'GPU-566e6f65-c38e-b12f-4824-6944218668b9'
+    assert gpu0['pci_bus_id'] == '00000000:53:00.0'
+    assert gpu0['memory_total_mib'] == 81559
+    assert gpu0['persistence_mode'] is True
+    assert gpu0['minor_number'] == 0 and gpu0['device_file'] == '/dev/nvidia0'
+    assert gpu0['cpu_affinity'] == '0-47,96-143'
+    assert gpu0['cpus'] == list(range(48)) + list(range(96, 144))
+    assert gpu0['numa_node'] == 0
+    assert gpu0['nearest_nic'] == 'mlx5_0'
+    assert gpu0['mig_enabled'] is False and gpu0['mig_devices'] == []
+    assert gpu0['ecc_enabled'] is True and gpu0['ecc_errors_uncorrected_volatile'] == 0
+    assert gpu0['retired_pages_pending'] is None and gpu0['remapped_rows_pending'] is False
+    assert [gpu['nearest_nic'] for gpu in result['gpus']] == ['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11']
+    assert [gpu['numa_node'] for gpu in result['gpus']] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert result['gpus'][5]['ecc_errors_uncorrected_volatile'] == 2
+    assert result['topology']['nic_names']['NIC1'] == 'mlx5_3'
+    assert result['topology']['matrix']['GPU0']['NIC0'] == 'PIX'
+
+
+def test_minor_numbers_from_proc(run_module, no_proc):
+    # the kernel spells the bus id with a 4-digit, lower-case domain
+    folder = no_proc / '0000:53:00.0'
+    folder.mkdir()
+    (folder / 'information').write_text('Model: \t\t NVIDIA H100 80GB HBM3\nBus Location: \t 0000:53:00.0\nDevice Minor: \t 6\n')
+    result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
+    assert result['gpus'][0]['minor_number'] == 6 and result['gpus'][0]['device_file'] == '/dev/nvidia6'
+    assert result['gpus'][1]['minor_number'] == 1
+
+
+def test_topology_false(run_module):
+    result, calls = run_module(gpu_info, {'topology': False}, {'nvidia-smi': nvidia_smi()})
+    assert ['topo', '-m'] not in [call[1:] for call in calls]
+    assert result['topology'] is None
+    assert all(gpu['nearest_nic'] is None and gpu['cpus'] == [] and gpu['numa_node'] is None for gpu in result['gpus'])
+
+
+def test_check_mode_still_returns_facts(run_module):
+    result, dummy = run_module(gpu_info, {'_ansible_check_mode': True}, {'nvidia-smi': nvidia_smi()})
+    assert result['changed'] is False and result['count'] == 8
+
+
+def test_mig_devices_listed_when_mig_is_on(run_module):
+    base = '0, NVIDIA A100-SXM4-40GB, GPU-a, 00000000:07:00.0, 40960, 550.54.15, Enabled, Enabled\n'
+    listing = ('GPU 0: NVIDIA A100-SXM4-40GB (UUID: GPU-a)\n'
+               '  MIG 3g.20gb     Device  0: (UUID: MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f)\n')
+    result, calls = run_module(gpu_info, {'topology': False}, {
+        'nvidia-smi': nvidia_smi(base=(0, base, ''), health=(0, '0, Enabled, 0, [N/A], 0, No, No\n', ''), listing=(0, listing, ''))})
+    assert calls[-1][1:] == ['-L']
+    gpu = result['gpus'][0]
+    assert gpu['mig_enabled'] is True and gpu['type'] == 'a100'
+    assert gpu['mig_devices'] == [{'index': 0, 'profile': '3g.20gb', 'uuid': 'MIG-c6d4f1ef-42e4-5de3-91c7-45d71c87eb3f'}]
+
+
+def test_health_query_refused_only_warns(run_module):
+    refused = (2, '', 'Field "remapped_rows.uncorrectable" is not a valid field to query.\n')
+    result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(health=refused)})
+    assert 'failed' not in result
+    assert result['gpus'][0]['remapped_rows_failure'] is None and result['gpus'][0]['ecc_enabled'] is None
+    assert any('health counters' in warning for warning in result['warnings'])
+
+
+def test_cuda_version_best_effort(run_module):
+    result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(q=(9, '', 'Unable to determine the device handle\n'))})
+    assert 'failed' not in result and result['cuda_version'] is None
+    assert any('CUDA version' in warning for warning in result['warnings'])
+
+
+def test_nvidia_smi_missing(run_module):
+    result, calls = run_module(gpu_info, {}, {})
+    assert result['failed'] is True and 'nvidia-smi' in result['msg']
+    assert calls == []
+
+
+def test_query_fails(run_module):
+    message = 'NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver.\n'
+    result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(base=(9, message, ''))})
+    assert result['failed'] is True
+    assert result['msg'].startswith('nvidia-smi --query-gpu failed with rc=9')
+    assert result['cmd'] == BASE_ARGV and result['rc'] == 9
+    assert result['stdout'] == message and result['stderr'] == ''
+    assert len(calls) == 1
+
+
+def test_topo_fails(run_module):
+    result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(topo=(3, '', 'topo: not supported\n'))})
+    assert result['failed'] is True and result['msg'].startswith('nvidia-smi topo -m failed with rc=3')
+    assert result['cmd'] == ['/usr/bin/nvidia-smi', 'topo', '-m']
+
+
+@pytest.mark.parametrize('which', ['base', 'topo'])
+def test_unparseable_output(run_module, which):
+    result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(**{which: (0, 'garbage\n', '')})})
+    assert result['failed'] is True
+    assert 'could not be parsed' in result['msg']
+    assert result['stdout'] == 'garbage\n' and result['rc'] == 0
