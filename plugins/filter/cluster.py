@@ -1,0 +1,75 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters over Slurm hostlists, scontrol output, gres.conf, NCCL environment, IPoIB addresses and link rates."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import (
+    expected_link_gbps,
+    gres_conf_lines,
+    ipoib_address,
+    nccl_env,
+)
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm import (
+    hostlist_compress,
+    hostlist_expand,
+    parse_scontrol_show_node,
+)
+
+
+def _call(name, function, *args, **kwargs):
+    """Run a module_utils function; ParseError/ValueError/TypeError become AnsibleFilterError."""
+    try:
+        return function(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise AnsibleFilterError('%s: %s' % (name, exc))
+
+
+def _hostlist_compress(names):
+    return _call('hostlist_compress', hostlist_compress, names)
+
+
+def _hostlist_expand(expr):
+    return _call('hostlist_expand', hostlist_expand, expr)
+
+
+def _parse_scontrol_show_node(text, with_errors=False):
+    return _call('parse_scontrol_show_node', parse_scontrol_show_node, text, with_errors=with_errors)
+
+
+def _gres_conf(gpu_info, node_name=None, autodetect=None, threads_per_core=None, sockets=None, cores_per_socket=None):
+    return _call('gres_conf', gres_conf_lines, gpu_info, node_name=node_name, autodetect=autodetect,
+                 threads_per_core=threads_per_core, sockets=sockets, cores_per_socket=cores_per_socket)
+
+
+def _nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None):
+    return _call('nccl_env', nccl_env, ib_info, hca_include=hca_include, hca_exclude=hca_exclude,
+                 socket_ifname=socket_ifname, link_layer=link_layer, extra=extra)
+
+
+def _ipoib_address(index, subnet, offset=0):
+    return _call('ipoib_address', ipoib_address, index, subnet, offset)
+
+
+def _expected_link_gbps(width, lane_speed_gbps):
+    return _call('expected_link_gbps', expected_link_gbps, width, lane_speed_gbps)
+
+
+class FilterModule(object):
+    """aicluster.infra cluster filters."""
+
+    def filters(self):
+        return {
+            'hostlist_compress': _hostlist_compress,
+            'hostlist_expand': _hostlist_expand,
+            'parse_scontrol_show_node': _parse_scontrol_show_node,
+            'gres_conf': _gres_conf,
+            'nccl_env': _nccl_env,
+            'ipoib_address': _ipoib_address,
+            'expected_link_gbps': _expected_link_gbps,
+        }
