@@ -55,7 +55,8 @@ class ToolBox(object):
             module.fail_json(msg='Failed to find required executable "%s" in paths: %s' % (arg, BIN))
         return None
 
-    def run_command(self, module, args, **kwargs):
+    def run_command(self, args, **kwargs):
+        """Stands in for AnsibleModule.run_command (set on the class, so it gets no module)."""
         assert isinstance(args, list), 'modules must run argv lists, got %r' % (args,)
         self.calls.append(args)
         self.environ.append(kwargs.get('environ_update'))
@@ -80,8 +81,7 @@ def run_module(monkeypatch, capsys):
         box = ToolBox(tools)
         monkeypatch.setattr(basic.AnsibleModule, 'get_bin_path',
                             lambda self, arg, required=False, opt_dirs=None: box.get_bin_path(self, arg, required, opt_dirs))
-        monkeypatch.setattr(basic.AnsibleModule, 'run_command',
-                            lambda self, args, **kwargs: box.run_command(self, args, **kwargs))
+        monkeypatch.setattr(basic.AnsibleModule, 'run_command', box.run_command)
         capsys.readouterr()
         # warnings are process-global in ansible-core; start every run clean
         for name in ('_global_warnings', '_global_deprecations'):
