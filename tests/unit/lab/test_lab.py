@@ -1,0 +1,59 @@
+"""lab/lab.py: the pure parts (inventory, podman settings, image cache key)."""
+import importlib.util
+import os
+
+import yaml
+
+from _paths import REPO
+
+
+def _lab():
+    spec = importlib.util.spec_from_file_location('aicluster_lab', os.path.join(REPO, 'lab', 'lab.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_host_names_default_shape():
+    lab = _lab()
+    assert lab.host_names(3) == ['ctl01', 'gpu01', 'gpu02', 'gpu03']
+    assert lab.host_names(12)[-1] == 'gpu12'
+
+
+def test_inventory_reaches_hosts_over_ssh_with_the_lab_key():
+    lab = _lab()
+    data = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.89.0.2', 'gpu01': '10.89.0.3'}))
+    assert data['all']['vars']['ansible_ssh_private_key_file'] == lab.SSH_KEY
+    assert 'StrictHostKeyChecking=no' in data['all']['vars']['ansible_ssh_common_args']
+    assert data['all']['hosts']['gpu01'] == {'ansible_host': '10.89.0.3'}
+    assert set(data['all']['children']['gpu_nodes']['hosts']) == {'gpu01'}
+
+
+def test_recipe_hash_follows_the_recipe_file(tmp_path, monkeypatch):
+    lab = _lab()
+    recipe = tmp_path / 'recipe.sh'
+    recipe.write_text('echo one\n')
+    monkeypatch.setattr(lab, 'IMAGE_RECIPE', str(recipe))
+    first = lab.recipe_hash()
+    assert lab.recipe_hash() == first
+    recipe.write_text('echo two\n')
+    assert lab.recipe_hash() != first
+    assert lab.image_ref().startswith('localhost/aicluster-lab:%s-' % lab.SUITE)
+
+
+def test_podman_settings_use_runc_and_cap_ulimits():
+    lab = _lab()
+    text = lab.containers_conf_text()
+    assert 'runtime = "runc"' in text
+    nofile, nproc = lab.host_limits()
+    assert nproc == 32768 and 0 < nofile <= 1048576
+    assert 'nofile=%d:%d' % (nofile, nofile) in text
+
+
+def test_write_if_changed_is_idempotent(tmp_path):
+    lab = _lab()
+    path = str(tmp_path / 'sub' / 'f.yml')
+    assert lab.write_if_changed(path, 'a\n') is True
+    mtime = os.stat(path).st_mtime_ns
+    assert lab.write_if_changed(path, 'a\n') is False
+    assert os.stat(path).st_mtime_ns == mtime

@@ -1,0 +1,81 @@
+"""The inventory contract: the group names every role uses, in both shipped inventories."""
+import glob
+import importlib.util
+import json
+import os
+import subprocess
+
+import pytest
+import yaml
+
+from _paths import REPO
+
+CONTRACT_GROUPS = {'slurm_controller', 'slurm_dbd', 'slurm_compute', 'login', 'ib_subnet_manager', 'gpu_nodes'}
+
+
+def _lab_module():
+    spec = importlib.util.spec_from_file_location('aicluster_lab', os.path.join(REPO, 'lab', 'lab.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _inventory(path):
+    env = {k: v for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG'}
+    out = subprocess.run(['ansible-inventory', '-i', path, '--list'], check=True, capture_output=True, text=True,
+                         env=env, cwd=os.path.dirname(path)).stdout
+    return json.loads(out)
+
+
+def _members(inventory, group):
+    hosts = set(inventory.get(group, {}).get('hosts', []))
+    for child in inventory.get(group, {}).get('children', []):
+        hosts |= _members(inventory, child)
+    return hosts
+
+
+def test_example_inventory_is_a_32_node_hgx_cluster_with_every_contract_group():
+    inventory = _inventory(os.path.join(REPO, 'inventories', 'example'))
+    assert CONTRACT_GROUPS <= set(inventory['all']['children']) | {
+        child for group in inventory.values() if isinstance(group, dict) for child in group.get('children', [])}
+    gpu = _members(inventory, 'gpu_nodes')
+    assert len(gpu) == 32 and 'gpu001' in gpu and 'gpu032' in gpu
+    assert _members(inventory, 'slurm_compute') == gpu
+    assert _members(inventory, 'slurm_controller') == {'mgmt01'}
+
+
+def test_lab_inventory_has_the_same_groups_as_a_real_cluster(tmp_path):
+    lab = _lab_module()
+    text = lab.inventory_text('t', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3', 'gpu02': '10.0.0.4'})
+    path = tmp_path / 'hosts.yml'
+    path.write_text(text)
+    inventory = _inventory(str(path))
+    for group in CONTRACT_GROUPS:
+        assert _members(inventory, group), group
+    assert _members(inventory, 'gpu_nodes') == {'gpu01', 'gpu02'}
+    assert _members(inventory, 'slurm_controller') == {'ctl01'}
+    hostvars = inventory['_meta']['hostvars']
+    assert hostvars['gpu02']['ansible_host'] == '10.0.0.4'
+    assert hostvars['ctl01']['ansible_user'] == 'root'
+
+
+def _documented_role_variables():
+    names = set()
+    for spec_file in glob.glob(os.path.join(REPO, 'roles', '*', 'meta', 'argument_specs.yml')):
+        with open(spec_file, encoding='utf-8') as handle:
+            specs = yaml.safe_load(handle)['argument_specs']
+        for entry in specs.values():
+            names |= set(entry.get('options', {}))
+    return names
+
+
+@pytest.mark.parametrize('path', sorted(glob.glob(os.path.join(REPO, 'inventories', '*', 'group_vars', '**', '*.yml'),
+                                               recursive=True)),
+                         ids=lambda p: os.path.relpath(p, REPO))
+def test_every_inventory_variable_is_a_documented_role_variable(path):
+    """A variable set in an inventory but read by no role is a typo that silently does nothing."""
+    with open(path, encoding='utf-8') as handle:
+        data = yaml.safe_load(handle) or {}
+    documented = _documented_role_variables()
+    unknown = [name for name in data if not name.startswith('ansible_') and name not in documented]
+    assert not unknown, 'not an argument of any role: %s' % unknown
