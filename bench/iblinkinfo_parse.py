@@ -40,6 +40,14 @@ def _peer(lid, port, name, width_msg='', speed_msg=''):
     return '%6d %4d[%2s] "%s" (%s %s)' % (lid, port, '', name, width_msg, speed_msg)
 
 
+def _switch_port(lid, port, link, remote):
+    return '      %6d %4d[%2s] ==%s==>  %s' % (lid, port, '', link, remote)
+
+
+def _ca_port(guid, lid, port, link, remote):
+    return '      0x%016x %6d %4d[%2s] ==%s==>  %s' % (guid, lid, port, '', link, remote)
+
+
 def _fabric(total_ports):
     """Leaf switches of 64 ports (32 to hosts, 32 up), then one CA block per host: total_ports port lines."""
     lines = []
@@ -55,30 +63,25 @@ def _fabric(total_ports):
                 break
             ports += 1
             if port % 29 == 0:
-                lines.append('      %6d %4d[%2s] ==%s==>             [  ] "" ( )' % (lid, port, '', _link('', '', 'Down', 'Polling')))
-                continue
-            if port <= 32:
+                lines.append(_switch_port(lid, port, _link('', '', 'Down', 'Polling'), '           [  ] "" ( )'))
+            elif port <= 32:
                 host_lid = 1000 + leaf * 32 + port
                 name = 'gpu-%05d mlx5_%d' % (leaf * 4 + port // 8, port % 8)
-                hosts.append((name, host_lid, lid, port, port % 17 == 0))
-                if port % 17 == 0:
-                    lines.append('      %6d %4d[%2s] ==%s==>  %s' % (lid, port, '', _link('1X', NDR, 'Active', 'LinkUp'),
-                                                                   _peer(host_lid, 1, name, 'Could be 4X', '')))
-                else:
-                    lines.append('      %6d %4d[%2s] ==%s==>  %s' % (lid, port, '', _link('4X', NDR, 'Active', 'LinkUp'),
-                                                                   _peer(host_lid, 1, name)))
+                narrow = port % 17 == 0
+                hosts.append((name, host_lid, lid, port, narrow))
+                width, msg = ('1X', 'Could be 4X') if narrow else ('4X', '')
+                lines.append(_switch_port(lid, port, _link(width, NDR, 'Active', 'LinkUp'), _peer(host_lid, 1, name, msg)))
             else:
-                lines.append('      %6d %4d[%2s] ==%s==>  %s' % (lid, port, '', _link('4X', NDR, 'Active', 'LinkUp'),
-                                                               _peer(9000 + port, leaf % 64 + 1, 'MF0;spine-%02d:MQM9790/U1' % (port - 32))))
+                spine = 'MF0;spine-%02d:MQM9790/U1' % (port - 32)
+                lines.append(_switch_port(lid, port, _link('4X', NDR, 'Active', 'LinkUp'), _peer(9000 + port, leaf % 64 + 1, spine)))
     for name, host_lid, sw_lid, sw_port, narrow in hosts:
         if ports >= total_ports:
             break
         ports += 1
         lines.append('CA: %s:' % name)
         width, msg = ('1X', 'Could be 4X') if narrow else ('4X', '')
-        lines.append('      0x%016x %6d %4d[%2s] ==%s==>  %s' % (0x946dae0300000000 + host_lid, host_lid, 1, '',
-                                                               _link(width, NDR, 'Active', 'LinkUp'),
-                                                               _peer(sw_lid, sw_port, 'MF0;leaf:MQM9790/U1', msg, '')))
+        lines.append(_ca_port(0x946dae0300000000 + host_lid, host_lid, 1, _link(width, NDR, 'Active', 'LinkUp'),
+                              _peer(sw_lid, sw_port, 'MF0;leaf-%04d:MQM9790/U1' % sw_lid, msg)))
     return '\n'.join(lines) + '\n', ports
 
 

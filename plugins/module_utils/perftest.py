@@ -48,7 +48,7 @@ TOOL_ERROR_RE = re.compile(
     r"^\s*(?:Couldn'?t|Could not|Unable to|Failed|failed to|Cannot|Can't|Completion with error|"
     r"Problem in|No IB devices|IB device \S+ not found|Error|ERROR|error:|ibv_\w+ failed|"
     r"accept\(\) failed|Requested mtu|Port number \S+ not supported|\S+ should be between|"
-    r"Couldn't|Conflicting parameters|scnt=|Server exited|Client exited|"
+    r"Conflicting parameters|scnt=|Server exited|Client exited|"
     r"Unable to open file descriptor)")
 WARNING_RE = re.compile(r'^\s*(?:Conflicting CPU frequency values|WARNING:|Warning:)')
 
@@ -185,9 +185,10 @@ def parse_perftest(text):
         if match:
             recognised += 1
             if result['test'] is None:
-                result['test'] = ' '.join(match.group('title').split())
+                title = ' '.join(match.group('title').split())
+                result['test'] = title
                 result['kind'] = 'lat' if match.group('kind') == 'Latency' else 'bw'
-                result['bidirectional'] = 'Bidirectional' in result['test']
+                result['bidirectional'] = 'Bidirectional' in title
             continue
         if _table_line(line, result, table):
             recognised += 1
