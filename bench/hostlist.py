@@ -36,7 +36,7 @@ def _names(count, seed=2026):
 
 def _time(function, argument, repeat=3):
     best = None
-    for _ in range(repeat):
+    for _attempt in range(repeat):
         start = time.perf_counter()
         result = function(argument)
         elapsed = time.perf_counter() - start

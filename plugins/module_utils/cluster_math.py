@@ -310,7 +310,7 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
     active = [(name, port) for name, port in ports if _is_active(port)]
 
     if include:
-        known = set(name for name, _ in ports) | set('%s:%s' % (name, port.get('port')) for name, port in ports)
+        known = set(name for name, _port in ports) | set('%s:%s' % (name, port.get('port')) for name, port in ports)
         missing = [entry for entry in include if entry not in known]
         if missing:
             raise ValueError('hca_include names HCAs/ports that ib_info does not have: %s' % ', '.join(missing))
@@ -318,7 +318,7 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
         down = [entry for entry in include if not any(_matches([entry], name, port.get('port')) for name, port in chosen)]
         if down:
             raise ValueError('hca_include names HCAs/ports with no active port: %s' % ', '.join(down))
-        layers = set(_link_layer(port.get('link_layer')) for _, port in chosen)
+        layers = set(_link_layer(port.get('link_layer')) for _name, port in chosen)
         if link_layer is not None:
             layer = _link_layer(link_layer)
         elif len(layers) == 1:
@@ -328,7 +328,7 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
     else:
         if link_layer is not None:
             layer = _link_layer(link_layer)
-        elif any(str(port.get('link_layer') or '').lower() == 'infiniband' for _, port in active):
+        elif any(str(port.get('link_layer') or '').lower() == 'infiniband' for _name, port in active):
             layer = 'InfiniBand'
         else:
             layer = 'Ethernet'
@@ -430,7 +430,7 @@ def _lane_data_rate(lane_speed):
             if abs(value - signal) < 1e-3:
                 return data
     raise ValueError('unknown lane speed %r; known: %s' % (
-        lane_speed, ', '.join('%s %s' % (name, signal) for name, signal, _ in LANE_DATA_RATES)))
+        lane_speed, ', '.join('%s %s' % (name, signal) for name, signal, _data in LANE_DATA_RATES)))
 
 
 def _lanes(width):

@@ -119,7 +119,7 @@ def parse_scontrol_show_node(text, with_errors=False):
             nodes.append(node)
             fields = _split_fields(line, number, raw)
             # One line per node (-o) carries more than the first line's three or four fields.
-            one_liner = any(key in ('CPUAlloc', 'CPUTot', 'State', 'RealMemory') for key, _ in fields)
+            one_liner = any(key in ('CPUAlloc', 'CPUTot', 'State', 'RealMemory') for key, _value in fields)
             for key, value in fields:
                 _add(node, key, value, number, raw)
             last_key = fields[-1][0]

@@ -228,8 +228,8 @@ def test_expand_not_text():
 def test_compress(names, expected):
     assert hostlist_compress(names) == expected
     if names:
-        assert hostlist_expand(expected) == sorted(set(hostlist_expand(names) if isinstance(names, str) else names),
-                                                    key=hostlist_sort_key)
+        flat = hostlist_expand(names) if isinstance(names, str) else names
+        assert hostlist_expand(expected) == sorted(set(flat), key=hostlist_sort_key)
 
 
 @pytest.mark.parametrize('names', [[''], ['a[1]'], ['a,b'], ['a b'], [3]], ids=['empty', 'bracket', 'comma', 'space', 'not-text'])
