@@ -24,6 +24,11 @@ from ansible.module_utils import basic
 from ansible.module_utils.common import warnings
 
 try:
+    from ansible.module_utils import _internal
+except ImportError:  # ansible-core < 2.19
+    _internal = None
+
+try:
     from ansible.module_utils.testing import patch_module_args
 except ImportError:  # ansible-core < 2.19
     import contextlib
@@ -83,6 +88,10 @@ def run_module(monkeypatch, capsys):
                             lambda self, arg, required=False, opt_dirs=None: box.get_bin_path(self, arg, required, opt_dirs))
         monkeypatch.setattr(basic.AnsibleModule, 'run_command', box.run_command)
         capsys.readouterr()
+        # a module runs on the target: once another test has loaded controller code,
+        # ansible-core 2.19 would send module warnings to the controller's Display instead
+        if _internal is not None and hasattr(_internal, 'is_controller'):
+            monkeypatch.setattr(_internal, 'is_controller', False)
         # warnings are process-global in ansible-core; start every run clean
         for name in ('_global_warnings', '_global_deprecations'):
             store = getattr(warnings, name, None)
