@@ -93,7 +93,9 @@ ANSIBLE = shutil.which('ansible', path=os.path.dirname(sys.executable) + os.path
 
 
 def _ansible_env():
-    env = dict(os.environ)
+    # Not the repository's ansible.cfg (the Makefile exports it): its YAML result format is not JSON.
+    env = {key: value for key, value in os.environ.items() if key != 'ANSIBLE_CONFIG'}
+    env['ANSIBLE_CALLBACK_RESULT_FORMAT'] = 'json'
     env['ANSIBLE_COLLECTIONS_PATH'] = os.path.join(REPO, '.collections')
     env['ANSIBLE_LOCALHOST_WARNING'] = 'false'
     env['ANSIBLE_INVENTORY_UNPARSED_WARNING'] = 'false'
