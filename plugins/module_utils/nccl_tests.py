@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
@@ -57,7 +58,7 @@ def _to_float(token):
         value = float(token)
     except (TypeError, ValueError):
         return None
-    if value != value or value in (float('inf'), float('-inf')):
+    if math.isnan(value) or math.isinf(value):
         return None
     return value
 

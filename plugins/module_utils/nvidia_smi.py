@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
@@ -70,7 +71,7 @@ def _float(value):
         number = float(value)
     except ValueError:
         return None
-    if number != number or number in (float('inf'), float('-inf')):
+    if math.isnan(number) or math.isinf(number):
         return None
     return number
 

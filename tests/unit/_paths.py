@@ -24,8 +24,15 @@ def real_fixture(relpath):
 
 
 def own_fixture(relpath):
-    """Text of one of our fixtures under tests/unit/fixtures/<tool>/."""
-    return _read(os.path.join(OWN_FIXTURES, relpath))
+    """Text of one of our fixtures under tests/unit/fixtures/<tool>/.
+
+    Fixtures named ``*-crlf-*`` are stored with LF line ends (the repository's
+    rule) and handed to the tests with CRLF line ends, as their name says.
+    """
+    text = _read(os.path.join(OWN_FIXTURES, relpath))
+    if '-crlf-' in os.path.basename(relpath):
+        text = text.replace('\r\n', '\n').replace('\n', '\r\n')
+    return text
 
 
 def fixture_files(tool):

@@ -69,9 +69,10 @@ def _documented_role_variables():
     return names
 
 
-@pytest.mark.parametrize('path', sorted(glob.glob(os.path.join(REPO, 'inventories', '*', 'group_vars', '**', '*.yml'),
-                                               recursive=True)),
-                         ids=lambda p: os.path.relpath(p, REPO))
+GROUP_VARS = sorted(glob.glob(os.path.join(REPO, 'inventories', '*', 'group_vars', '**', '*.yml'), recursive=True))
+
+
+@pytest.mark.parametrize('path', GROUP_VARS, ids=[os.path.relpath(p, REPO) for p in GROUP_VARS])
 def test_every_inventory_variable_is_a_documented_role_variable(path):
     """A variable set in an inventory but read by no role is a typo that silently does nothing."""
     with open(path, encoding='utf-8') as handle:
