@@ -1,0 +1,129 @@
+"""Entry point: busybox-style dispatch on argv[0], and the ``hwsim`` control command.
+
+    <tool> ARGS                      run a stand-in (argv[0] is a link named after it)
+    hwsim <tool> ARGS                the same, without a link
+    hwsim fault KIND ARGS            inject a fault on this host
+    hwsim clear [KIND [TARGET]]      remove faults (all, of a kind, of a kind on one target)
+    hwsim show                       print this host's state as JSON
+    hwsim tools                      list the tool names (the lab links each to bin/hwsim)
+    hwsim build-fabric OUT HOST=PROFILE ...
+                                     write fabric.yml for these hosts (PROFILE may be "none")
+"""
+import json
+import os
+import sys
+
+from hwsim import faults as fault_kinds, fabric as fabrics, profile as profiles, tools
+from hwsim.model import Context, SimError
+
+USAGE = __doc__.split('\n', 2)[2]
+SIM_ERRORS = (SimError, fabrics.FabricError, profiles.ProfileError)
+
+
+def _hca_names(ctx):
+    """HCA names of this host when its profile is known, else None (no check)."""
+    try:
+        return ctx.host_model().hca_names()
+    except SIM_ERRORS:
+        return None
+
+
+def cmd_fault(ctx, args):
+    if not args:
+        ctx.error('usage: hwsim fault KIND ARGS; allowed kinds: %s\n' % fault_kinds.allowed_text())
+        return 2
+    try:
+        fault = fault_kinds.parse(args[0], args[1:], _hca_names(ctx))
+    except fault_kinds.FaultError as exc:
+        ctx.error('hwsim: %s\n' % exc)
+        return 2
+    data = ctx.load_state()
+    data['faults'] = fault_kinds.add(data['faults'], fault)
+    ctx.save_state(data)
+    return 0
+
+
+def cmd_clear(ctx, args):
+    if len(args) > 2:
+        ctx.error('usage: hwsim clear [KIND [TARGET]]\n')
+        return 2
+    data = ctx.load_state()
+    try:
+        data['faults'] = fault_kinds.remove(data['faults'], args[0] if args else None, args[1] if len(args) > 1 else None)
+    except fault_kinds.FaultError as exc:
+        ctx.error('hwsim: %s\n' % exc)
+        return 2
+    ctx.save_state(data)
+    return 0
+
+
+def cmd_show(ctx, args):
+    if args:
+        ctx.error('usage: hwsim show\n')
+        return 2
+    ctx.write(json.dumps(ctx.load_state(), indent=2, sort_keys=True) + '\n')
+    return 0
+
+
+def cmd_tools(ctx, args):
+    if args:
+        ctx.error('usage: hwsim tools\n')
+        return 2
+    ctx.write(''.join(name + '\n' for name in sorted(tools.TOOLS)))
+    return 0
+
+
+def cmd_build_fabric(ctx, args):
+    if len(args) < 2 or not all('=' in item for item in args[1:]):
+        ctx.error('usage: hwsim build-fabric OUT HOST=PROFILE ...\n')
+        return 2
+    hosts = []
+    for item in args[1:]:
+        host, name = item.split('=', 1)
+        hosts.append((host, None if name in ('', 'none') else name))
+    fabrics.write_fabric(fabrics.build_fabric(hosts, profile_dir=ctx.profile_dir), args[0])
+    return 0
+
+
+COMMANDS = {
+    'fault': cmd_fault,
+    'clear': cmd_clear,
+    'show': cmd_show,
+    'tools': cmd_tools,
+    'build-fabric': cmd_build_fabric,
+}
+
+
+def run_tool(ctx, name, args):
+    """Run one stand-in; simulator problems (no fabric, unknown host) exit 1 with a ``hwsim:`` message."""
+    function = tools.lookup(name)
+    try:
+        return function(ctx, args)
+    except SIM_ERRORS as exc:
+        ctx.error('hwsim: %s: %s\n' % (name, exc))
+        return 1
+
+
+def main(argv=None, environ=None, stdout=None, stderr=None):
+    """Dispatch on the program name; returns the exit status."""
+    argv = list(sys.argv if argv is None else argv)
+    ctx = Context.from_env(os.environ if environ is None else environ,
+                           stdout or sys.stdout, stderr or sys.stderr)
+    name = os.path.basename(argv[0])
+    if tools.lookup(name) is not None:
+        return run_tool(ctx, name, argv[1:])
+    if len(argv) < 2 or argv[1] in ('-h', '--help'):
+        ctx.error(USAGE)
+        return 2
+    command, args = argv[1], argv[2:]
+    if tools.lookup(command) is not None:
+        return run_tool(ctx, command, args)
+    if command not in COMMANDS:
+        ctx.error('hwsim: unknown command %r; commands: %s; tools: %s\n' % (
+            command, ', '.join(COMMANDS), ', '.join(sorted(tools.TOOLS))))
+        return 2
+    try:
+        return COMMANDS[command](ctx, args)
+    except SIM_ERRORS as exc:
+        ctx.error('hwsim: %s\n' % exc)
+        return 1

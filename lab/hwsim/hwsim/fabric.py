@@ -1,0 +1,175 @@
+"""The lab's InfiniBand fabric: which CA port is cabled to which switch port.
+
+``build_fabric`` makes the description from the lab's hosts; the lab writes
+it to /etc/hwsim/fabric.yml in every host.  Default topology is
+rail-optimized: one leaf switch per rail (``leaf-rail<k>``), the HCA of rail
+k of every node on leaf k, switch port = the node's index in the lab, and
+every leaf wired to every spine on its top ports.
+"""
+import os
+
+import yaml
+
+from hwsim import links, profile as profiles
+
+DEFAULT_PATH = '/etc/hwsim/fabric.yml'
+# Quantum-2 (NDR) and Quantum (HDR) 1U switches: model, ports, fastest lane speed.
+SWITCH_MODELS = {
+    'NDR': {'model': 'MQM9790', 'ports': 64, 'lane_speed_gbps': 106.25},
+    'HDR': {'model': 'MQM8790', 'ports': 40, 'lane_speed_gbps': 53.125},
+}
+LEAF_LID_BASE = 1          # leaf-rail<k> has LID k + 1
+SPINE_LID_BASE = 51        # spine<s> has LID 51 + s
+MAX_RAILS = SPINE_LID_BASE - LEAF_LID_BASE
+
+
+class FabricError(Exception):
+    """fabric.yml is missing, malformed or cannot be built."""
+
+
+def fabric_path(environ=None):
+    """$HWSIM_FABRIC or /etc/hwsim/fabric.yml."""
+    environ = os.environ if environ is None else environ
+    return environ.get('HWSIM_FABRIC') or DEFAULT_PATH
+
+
+def _switch(kind, number, name, model, lid):
+    return {
+        'name': name,
+        'kind': kind,
+        'guid': '0x%016x' % profiles.switch_guid(kind, number),
+        'lid': lid,
+        'description': 'MF0;%s:%s/U1' % (name, model['model']),
+        'model': model['model'],
+        'port_count': model['ports'],
+        'lane_speed_gbps': model['lane_speed_gbps'],
+        'ports': {},
+    }
+
+
+def _ib_compute_hcas(prof):
+    """InfiniBand HCAs of a profile that carry a rail index."""
+    return [hca for hca in prof['hcas'] if hca['link_layer'] == 'InfiniBand' and hca.get('rail') is not None]
+
+
+def _host_entries(hosts, profile_dir):
+    """fabric.yml ``hosts``: index, profile and the IB HCAs (lid, guid, rail) of every host."""
+    entries = {}
+    loaded = {}
+    position = 0
+    for item in hosts:
+        hostname, profile_name = item[0], item[1]
+        if profile_name:
+            position += 1
+        index = item[2] if len(item) > 2 else (position if profile_name else None)
+        entry = {'index': index, 'profile': profile_name, 'hcas': {}}
+        if profile_name:
+            if profile_name not in loaded:
+                loaded[profile_name] = profiles.load(profile_name, profile_dir)
+            for hca in _ib_compute_hcas(loaded[profile_name]):
+                entry['hcas'][hca['name']] = {
+                    'rail': hca['rail'],
+                    'lid': profiles.lid(index, hca['name']),
+                    'guid': '0x%016x' % profiles.node_guid(index, hca['name']),
+                    'lane_speed_gbps': hca['ports'][0]['lane_speed_gbps'],
+                }
+        entries[hostname] = entry
+    taken = [entry['index'] for entry in entries.values() if entry['index'] is not None]
+    if len(taken) != len(set(taken)):
+        raise FabricError('two hosts share an index: %s' % sorted(taken))
+    return entries
+
+
+def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None):
+    """Describe the lab fabric for ``hosts``, a list of (hostname, profile name or None[, index]).
+
+    A host's index is the derivation key for its GUIDs and LIDs and its port
+    number on every leaf: given as a third item, or else its 1-based position
+    among the hosts that have a profile (hosts without one, like ctl01, get
+    None and have no adapters).  Returns a
+    dict ready for yaml (see write_fabric): ``hosts``, ``switches``, ``links``
+    (one per cable, CA or leaf end first) and ``subnet_manager``.
+    """
+    host_entries = _host_entries(hosts, profile_dir)
+    rails = sorted({hca['rail'] for entry in host_entries.values() for hca in entry['hcas'].values()})
+    speeds = [hca['lane_speed_gbps'] for entry in host_entries.values() for hca in entry['hcas'].values()]
+    model = dict(SWITCH_MODELS['NDR' if any(speed >= 106.25 for speed in speeds) else 'HDR'])
+    if switch_ports:
+        model['ports'] = switch_ports
+    uplinks = spines * uplinks_per_spine if rails else 0
+    if rails and rails[-1] + 1 > MAX_RAILS:
+        raise FabricError('at most %d rails' % MAX_RAILS)
+    indexes = [entry['index'] for entry in host_entries.values() if entry['hcas']]
+    if indexes and max(indexes) + uplinks > model['ports']:
+        raise FabricError('host index %d and %d uplinks do not fit %d-port leaf switches' % (max(indexes), uplinks, model['ports']))
+    switches = []
+    cables = []
+    leaves = {}
+    for rail in range(rails[-1] + 1 if rails else 0):
+        leaf = _switch('leaf', rail, 'leaf-rail%d' % rail, model, LEAF_LID_BASE + rail)
+        leaves[rail] = leaf
+        switches.append(leaf)
+    for hostname, entry in host_entries.items():
+        for hca_name, hca in sorted(entry['hcas'].items()):
+            leaf = leaves[hca['rail']]
+            port = entry['index']
+            leaf['ports'][port] = {'peer': '%s/%s' % (hostname, hca_name), 'peer_port': 1}
+            hca['switch'] = leaf['name']
+            hca['switch_port'] = port
+            cables.append({'a': '%s/%s:1' % (hostname, hca_name), 'b': '%s:%d' % (leaf['name'], port)})
+    for number in range(spines if rails else 0):
+        spine = _switch('spine', number, 'spine%d' % number, model, SPINE_LID_BASE + number)
+        switches.append(spine)
+        for rail, leaf in sorted(leaves.items()):
+            for link in range(uplinks_per_spine):
+                leaf_port = model['ports'] - uplinks + number * uplinks_per_spine + link + 1
+                spine_port = rail * uplinks_per_spine + link + 1
+                if spine_port > model['ports']:
+                    raise FabricError('too many leaves for %d-port spines' % model['ports'])
+                leaf['ports'][leaf_port] = {'peer': spine['name'], 'peer_port': spine_port}
+                spine['ports'][spine_port] = {'peer': leaf['name'], 'peer_port': leaf_port}
+                cables.append({'a': '%s:%d' % (leaf['name'], leaf_port), 'b': '%s:%d' % (spine['name'], spine_port)})
+    return {
+        'version': 1,
+        'topology': 'rail-optimized',
+        'subnet_manager': {'lid': leaves[0]['lid'] if leaves else 0, 'node': leaves[0]['name'] if leaves else None},
+        'hosts': host_entries,
+        'switches': switches,
+        'links': cables,
+    }
+
+
+def write_fabric(fabric, path):
+    """Write fabric.yml atomically (temp file + rename)."""
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    tmp = '%s.tmp.%d' % (path, os.getpid())
+    with open(tmp, 'w', encoding='utf-8') as handle:
+        handle.write('# Written by hwsim build_fabric: the simulated InfiniBand fabric of the lab.\n')
+        yaml.safe_dump(fabric, handle, sort_keys=False, default_flow_style=False)
+    os.replace(tmp, path)
+
+
+def load_fabric(path):
+    """Read fabric.yml; FabricError when absent or malformed."""
+    if not os.path.isfile(path):
+        raise FabricError('no fabric description at %s (set HWSIM_FABRIC)' % path)
+    with open(path, encoding='utf-8') as handle:
+        data = yaml.safe_load(handle)
+    if not isinstance(data, dict) or 'hosts' not in data or 'switches' not in data:
+        raise FabricError('%s is not a hwsim fabric description' % path)
+    for switch in data['switches']:
+        switch['ports'] = {int(number): peer for number, peer in switch['ports'].items()}
+    return data
+
+
+def switch_by_name(fabric, name):
+    for switch in fabric['switches']:
+        if switch['name'] == name:
+            return switch
+    return None
+
+
+def max_lane_speed(a_speed, b_speed):
+    """Fastest lane speed both ends support."""
+    return links.lane_speed(min(a_speed, b_speed))

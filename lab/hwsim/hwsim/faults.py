@@ -1,0 +1,129 @@
+"""Fault kinds: their arguments, validation, and what the InfiniBand ones do to a port.
+
+Every kind any stand-in understands is registered in KINDS so that
+``hwsim fault`` can validate it, even before the stand-in that acts on it
+exists.  A fault is stored as ``{"kind": ..., "args": {name: value}}``.
+"""
+from hwsim import links
+
+
+class FaultError(Exception):
+    """Unknown fault kind or bad arguments (the CLI exits 2 with this message)."""
+
+
+def _fraction(text):
+    value = float(text)
+    if not 0.0 <= value <= 1.0:
+        raise ValueError('must be between 0 and 1')
+    return value
+
+
+def _non_negative_int(text):
+    value = int(text)
+    if value < 0:
+        raise ValueError('must be >= 0')
+    return value
+
+
+def _width(text):
+    value = text.upper()
+    if value not in links.WIDTHS:
+        raise ValueError('allowed widths: %s' % ', '.join(links.WIDTHS))
+    return value
+
+
+def _speed(text):
+    return links.lane_speed(text)
+
+
+def _text(text):
+    if not text.strip():
+        raise ValueError('must not be empty')
+    return text
+
+
+# kind -> (argument names and converters, one-line description).  'hca' arguments are checked
+# against the host's profile when it is known.
+KINDS = {
+    'port-down': ((('hca', _text),), 'HCA port State Down, Physical state Polling (InfiniBand) / Disabled (Ethernet)'),
+    'link-width': ((('hca', _text), ('width', _width)), 'link trained at a narrower width, e.g. 1X'),
+    'link-speed': ((('hca', _text), ('gbps', _speed)), 'link trained at a lower lane speed, e.g. 53.125'),
+    'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
+    'gpu-missing': ((('index', _non_negative_int),), 'GPU INDEX not visible to the driver'),
+    'nvlink-down': ((('gpu', _non_negative_int), ('link', _non_negative_int)), 'NVLink LINK of GPU inactive'),
+    'dcgm-diag-fail': ((('test', _text),), 'dcgmi diag reports TEST failed'),
+    'ecc-pending': ((('gpu', _non_negative_int),), 'volatile uncorrectable ECC errors, page retirement pending on GPU'),
+    'row-remap-pending': ((('gpu', _non_negative_int),), 'row remapping pending on GPU'),
+    'xid': ((('gpu', _non_negative_int), ('code', _non_negative_int)), 'Xid CODE logged for GPU'),
+    'gpu-process': ((('gpu', _non_negative_int), ('pid', _non_negative_int), ('name', _text)), 'a leftover process holds GPU'),
+    'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
+    'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
+}
+IB_KINDS = ('port-down', 'link-width', 'link-speed')
+
+
+def usage(kind):
+    return ' '.join([kind] + [name.upper() for name, _convert in KINDS[kind][0]])
+
+
+def allowed_text():
+    """Every kind with its arguments, for error messages."""
+    return '; '.join(usage(kind) for kind in KINDS)
+
+
+def parse(kind, argv, hca_names=None):
+    """Validate ``hwsim fault KIND ARGS``; returns the fault dict or raises FaultError."""
+    if kind not in KINDS:
+        raise FaultError('unknown fault kind %r; allowed kinds: %s' % (kind, ', '.join(KINDS)))
+    spec = KINDS[kind][0]
+    if len(argv) != len(spec):
+        raise FaultError('usage: hwsim fault %s' % usage(kind))
+    args = {}
+    for (name, convert), text in zip(spec, argv):
+        try:
+            args[name] = convert(text)
+        except ValueError as exc:
+            raise FaultError('fault %s: bad %s %r: %s (usage: hwsim fault %s)' % (kind, name.upper(), text, exc, usage(kind)))
+    if 'hca' in args and hca_names is not None and args['hca'] not in hca_names:
+        raise FaultError('fault %s: unknown HCA %r; allowed: %s' % (kind, args['hca'], ', '.join(sorted(hca_names))))
+    return {'kind': kind, 'args': args}
+
+
+def target(fault):
+    """What a fault acts on (its first argument): a new fault replaces an older one with the same kind and target."""
+    names = KINDS[fault['kind']][0]
+    return fault['args'].get(names[0][0])
+
+
+def add(faults, fault):
+    """Faults with ``fault`` added, replacing one of the same kind and target."""
+    kept = [old for old in faults if not (old['kind'] == fault['kind'] and target(old) == target(fault))]
+    return kept + [fault]
+
+
+def remove(faults, kind=None, first_arg=None):
+    """Faults without those of ``kind`` (all when None), optionally only for one target."""
+    if kind is not None and kind not in KINDS:
+        raise FaultError('unknown fault kind %r; allowed kinds: %s' % (kind, ', '.join(KINDS)))
+    kept = []
+    for fault in faults:
+        matches = kind is None or fault['kind'] == kind
+        if matches and first_arg is not None:
+            matches = str(target(fault)) == str(first_arg)
+        if not matches:
+            kept.append(fault)
+    return kept
+
+
+def of_kind(faults, kind):
+    """The faults of one kind, in the order they were injected."""
+    return [fault for fault in faults if fault['kind'] == kind]
+
+
+def for_hca(faults, hca_name):
+    """{kind: args} of the IB faults on one HCA."""
+    found = {}
+    for fault in faults:
+        if fault['kind'] in IB_KINDS and fault['args'].get('hca') == hca_name:
+            found[fault['kind']] = fault['args']
+    return found

@@ -1,0 +1,149 @@
+"""What a host's hardware looks like right now: profile + fabric position + injected faults.
+
+The stand-ins print from these views only, so every tool on every host
+agrees on states, widths, rates, LIDs and GUIDs.
+"""
+import os
+
+from hwsim import faults as fault_kinds, fabric as fabrics, links, profile as profiles, state as states
+
+
+class SimError(Exception):
+    """The simulator cannot answer for this host (no fabric entry, no profile)."""
+
+
+class Context(object):
+    """Where a stand-in reads from and writes to; built from the environment or by tests."""
+
+    def __init__(self, host, state_dir, fabric_path, profile_dir, out, err):
+        self.host = host
+        self.state_dir = state_dir
+        self.fabric_path = fabric_path
+        self.profile_dir = profile_dir
+        self.out = out
+        self.err = err
+        self._fabric = None
+
+    @classmethod
+    def from_env(cls, environ, out, err):
+        return cls(states.hostname(environ), states.state_dir(environ), fabrics.fabric_path(environ),
+                   profiles.profile_dir(environ), out, err)
+
+    @property
+    def fabric(self):
+        if self._fabric is None:
+            self._fabric = fabrics.load_fabric(self.fabric_path)
+        return self._fabric
+
+    def host_model(self, host=None):
+        """HostModel of ``host`` (default: this host)."""
+        host = host or self.host
+        entry = self.fabric['hosts'].get(host)
+        if entry is None:
+            raise SimError('host %s is not in %s' % (host, self.fabric_path))
+        prof = profiles.load(entry['profile'], self.profile_dir) if entry.get('profile') else None
+        return HostModel(host, entry['index'], prof, states.load(self.state_dir, host), self.fabric)
+
+    def load_state(self):
+        return states.load(self.state_dir, self.host)
+
+    def save_state(self, data):
+        states.save(self.state_dir, self.host, data)
+
+    def write(self, text):
+        self.out.write(text)
+
+    def error(self, text):
+        self.err.write(text)
+
+
+class PortView(object):
+    """One HCA port as the kernel would report it now."""
+
+    def __init__(self, host_model, hca, port):
+        self.host = host_model.host
+        self.host_index = host_model.index
+        self.hca = hca
+        self.port = port
+        self.ca_name = hca['name']
+        self.number = port['port']
+        self.link_layer = port['link_layer']
+        self.netdev = port.get('netdev') or ''
+        self.mtu = port.get('mtu', 4096)
+        self.node_guid = profiles.node_guid(host_model.index, hca['name'])
+        self.system_image_guid = profiles.system_image_guid(host_model.index, host_model.profile, hca)
+        self.port_guid = profiles.port_guid(host_model.index, hca, port)
+        self.capability_mask = hca.get('capability_mask', '0x00010000')
+        self.max_width = port['width']
+        self.max_lane_speed = links.lane_speed(port['lane_speed_gbps'])
+        self.state = port.get('state', 'Active')
+        self.physical_state = port.get('physical_state', 'LinkUp')
+        self.width = self.max_width
+        self.lane_speed = self.max_lane_speed
+        self.faults = fault_kinds.for_hca(host_model.state['faults'], hca['name'])
+        self._apply_faults()
+        self.is_ib = self.link_layer == 'InfiniBand'
+        self.up = self.state != 'Down'
+        self.lid = profiles.lid(host_model.index, hca['name']) if self.is_ib and self.up else 0
+        self.sm_lid = host_model.fabric.get('subnet_manager', {}).get('lid', 0) if self.is_ib and self.up else 0
+        self.lmc = 0
+        self.rate = links.rate(self.width, self.lane_speed)
+        self.rate_text = links.rate_text(self.width, self.lane_speed)
+        self.gids = profiles.gids(host_model.index, hca, port)
+        self.ipv4 = profiles.ipv4(host_model.index, port)
+
+    def _apply_faults(self):
+        if 'link-width' in self.faults:
+            self.width = self.faults['link-width']['width']
+        if 'link-speed' in self.faults:
+            self.lane_speed = min(self.max_lane_speed, links.lane_speed(self.faults['link-speed']['gbps']))
+        if 'port-down' in self.faults:
+            down = links.DOWN_LINK[self.link_layer]
+            self.state = 'Down'
+            self.physical_state = down['physical_state']
+            self.width = down['width']
+            self.lane_speed = down['lane_speed_gbps']
+
+    @property
+    def description(self):
+        """IB node description as rdma-ndd sets it: ``<hostname> <ca name>``."""
+        return '%s %s' % (self.host, self.ca_name)
+
+
+class HostModel(object):
+    """A lab host: name, index, profile (None for hosts without GPUs/HCAs) and state."""
+
+    def __init__(self, host, index, prof, state, fabric):
+        self.host = host
+        self.index = index
+        self.profile = prof
+        self.state = state
+        self.fabric = fabric
+
+    @property
+    def hcas(self):
+        """HCAs in sysfs order (lexical by name); empty without a profile."""
+        return profiles.sorted_hcas(self.profile) if self.profile else []
+
+    def hca_names(self):
+        return [hca['name'] for hca in self.hcas]
+
+    def ports(self, ca_name=None):
+        """PortView of every port (of one CA when ca_name is given)."""
+        views = []
+        for hca in self.hcas:
+            if ca_name is not None and hca['name'] != ca_name:
+                continue
+            views.extend(PortView(self, hca, port) for port in hca['ports'])
+        return views
+
+    def port_by_netdev(self, netdev):
+        for view in self.ports():
+            if view.netdev == netdev:
+                return view
+        return None
+
+
+def pid():
+    """Process id printed in ibwarn/ibpanic prefixes."""
+    return os.getpid()

@@ -1,0 +1,27 @@
+"""Registry of stand-ins: tool name -> (module under hwsim.tools, function).
+
+Each function is ``run(ctx, args) -> exit status`` with ``ctx`` a
+hwsim.model.Context (host, state dir, fabric, output streams) and ``args``
+the tool's arguments (argv[1:]).  A new stand-in adds a module here and
+one line per tool name; the lab links every name in TOOLS to bin/hwsim.
+"""
+import importlib
+
+TOOLS = {
+    'ibstat': ('ibstat', 'run_ibstat'),
+    'ibstatus': ('ibstat', 'run_ibstatus'),
+    'iblinkinfo': ('iblinkinfo', 'run'),
+    'ibdev2netdev': ('rdma', 'run_ibdev2netdev'),
+    'show_gids': ('rdma', 'run_show_gids'),
+    'ibv_devinfo': ('rdma', 'run_ibv_devinfo'),
+    'mlnx_qos': ('mlnx_qos', 'run'),
+}
+
+
+def lookup(name):
+    """The run function of a tool name, or None."""
+    if name not in TOOLS:
+        return None
+    module_name, function = TOOLS[name]
+    module = importlib.import_module('hwsim.tools.' + module_name)
+    return getattr(module, function)
