@@ -10,7 +10,8 @@ STAMP       := $(VENV)/.installed
 LAB_NAME    ?= aic
 LAB_COMPUTE ?= 3
 SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
-SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv
+# shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol
+SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections

@@ -21,7 +21,7 @@ cp "$repo/scripts/get_pip_offline.py" "$cache/get_pip_${pip_version//./_}.py"
 # Only what git tracks (plus new files not ignored) goes into the copy, as in the built collection.
 rm -rf "$dest"
 mkdir -p "$dest"
-(cd "$repo" && git ls-files -co --exclude-standard -z | xargs -0 -I{} cp --parents -P {} "$dest/" 2>/dev/null || true)
+(cd "$repo" && git ls-files -co --exclude-standard -z | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -xf - -C "$dest"
 cd "$dest"
 git init -q . && git add -A >/dev/null 2>&1   # ansible-test lists files through git
 exec ansible-test sanity --venv --python "$python" --color no "$@"
