@@ -60,6 +60,8 @@ KINDS = {
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
 }
 IB_KINDS = ('port-down', 'link-width', 'link-speed')
+# Per-HCA kinds a PortView carries: the IB ones plus hca-bw-low (read by the perftest stand-ins).
+HCA_KINDS = IB_KINDS + ('hca-bw-low',)
 
 
 def usage(kind):
@@ -121,9 +123,9 @@ def of_kind(faults, kind):
 
 
 def for_hca(faults, hca_name):
-    """{kind: args} of the IB faults on one HCA."""
+    """{kind: args} of the per-HCA faults (HCA_KINDS) on one HCA."""
     found = {}
     for fault in faults:
-        if fault['kind'] in IB_KINDS and fault['args'].get('hca') == hca_name:
+        if fault['kind'] in HCA_KINDS and fault['args'].get('hca') == hca_name:
             found[fault['kind']] = fault['args']
     return found
