@@ -1,0 +1,159 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verification results document (results.json): its shape, builders and validation.
+
+This is the contract between the verification roles (which write it) and the
+acceptance report (which reads it); docs/verify-results.md explains each field.
+Pure functions only: no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+SCHEMA = 'aicluster.infra/verify-results/v1'
+
+# Every check id, its area, and what it compares. Areas map to the verify_* roles
+# and to one JUnit testsuite each in the report.
+CHECKS = {
+    'ib.hca_present': ('ib', 'every expected HCA is present'),
+    'ib.port_state': ('ib', 'port State Active and Physical state LinkUp'),
+    'ib.port_rate': ('ib', 'port rate equals the expected rate'),
+    'ib.link_layer': ('ib', 'port link layer as expected'),
+    'ib.firmware_uniform': ('ib', 'HCA firmware identical across the fleet'),
+    'ib.ofed_uniform': ('ib', 'OFED/rdma-core version identical across the fleet'),
+    'fabric.link_width': ('fabric', 'every link at 4X'),
+    'fabric.link_speed': ('fabric', 'every link at full lane speed'),
+    'fabric.rail': ('fabric', 'HCA k of every node reaches the same leaf group'),
+    'perftest.write_bw': ('perftest', 'ib_write_bw between rail-aligned HCA pairs'),
+    'perftest.read_bw': ('perftest', 'ib_read_bw between rail-aligned HCA pairs'),
+    'perftest.write_lat': ('perftest', 'ib_write_lat between rail-aligned HCA pairs'),
+    'net.mtu': ('net', 'the configured MTU holds end to end (ping -M do)'),
+    'gpu.count': ('gpu', 'GPU count as expected'),
+    'gpu.model': ('gpu', 'GPU model as expected'),
+    'gpu.driver_uniform': ('gpu', 'driver version identical across the fleet'),
+    'gpu.persistence': ('gpu', 'persistence mode enabled'),
+    'gpu.ecc': ('gpu', 'no volatile uncorrectable ECC errors'),
+    'gpu.retired_pages': ('gpu', 'retired/pending pages under the limit'),
+    'gpu.row_remap': ('gpu', 'no pending row remaps or remap failures'),
+    'gpu.nvlink': ('gpu', 'all NVLinks up'),
+    'gpu.nvlink_errors': ('gpu', 'NVLink error counters under the limits'),
+    'gpu.xid': ('gpu', 'no fatal Xid in the kernel log since boot'),
+    'gpu.processes': ('gpu', 'no stray processes on the GPUs'),
+    'gpu.dcgm_diag': ('gpu', 'dcgmi diag passes'),
+    'nccl.busbw': ('nccl', 'single-node all_reduce bus bandwidth over the threshold'),
+    'nccl.wrong': ('nccl', 'nccl-tests #wrong is 0'),
+    'nccl.slow_node': ('nccl', 'bus bandwidth within a fraction of the fleet median'),
+    'nccl.multi_node_busbw': ('nccl', 'multi-node all_reduce bus bandwidth over the threshold'),
+}
+
+AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl')
+MODES = ('drain', 'fail', 'report')
+DRAIN_PREFIX = 'aicluster:'
+
+
+def check_area(check):
+    """The area of a check id ('gpu.xid' -> 'gpu'); ValueError for an unknown id."""
+    if check not in CHECKS:
+        raise ValueError('unknown check id %r; known: %s' % (check, ', '.join(sorted(CHECKS))))
+    return CHECKS[check][0]
+
+
+def new_result(check, subject, measured, threshold, passed, message, unit=None, **extra):
+    """One check result for one node (or one pair/link): the unit of results.json.
+
+    ``subject`` says what was measured on the node ('mlx5_3:1', 'GPU 5', 'node',
+    'mlx5_0 -> gpu02 mlx5_0'); ``measured`` and ``threshold`` are numbers or
+    strings as compared; ``message`` is the sentence a person reads, with both.
+    """
+    result = {
+        'check': check,
+        'area': check_area(check),
+        'subject': subject,
+        'measured': measured,
+        'threshold': threshold,
+        'unit': unit,
+        'passed': bool(passed),
+        'message': message,
+    }
+    result.update(extra)
+    return result
+
+
+def drain_reason(failed_results, limit=256):
+    """The Slurm drain reason for a node's failed results: 'aicluster: gpu.xid GPU 3; ...'."""
+    parts = []
+    for result in failed_results:
+        part = '%s %s' % (result['check'], result.get('subject') or '')
+        if part.strip() not in parts:
+            parts.append(part.strip())
+    reason = '%s %s' % (DRAIN_PREFIX, '; '.join(parts))
+    return reason if len(reason) <= limit else reason[:limit - 3] + '...'
+
+
+def summarize(nodes):
+    """Counts for the verdict: nodes, passed, failed, drained, resumed."""
+    summary = {'nodes': len(nodes), 'passed': 0, 'failed': 0, 'drained': 0, 'resumed': 0}
+    for node in nodes.values():
+        summary['passed' if node.get('passed') else 'failed'] += 1
+        summary['drained'] += 1 if node.get('drained') else 0
+        summary['resumed'] += 1 if node.get('resumed') else 0
+    summary['verdict'] = 'PASS' if summary['failed'] == 0 and summary['nodes'] > 0 else 'FAIL'
+    return summary
+
+
+def _problems_in_result(where, result):
+    problems = []
+    for key in ('check', 'area', 'subject', 'measured', 'threshold', 'passed', 'message'):
+        if key not in result:
+            problems.append('%s: missing %r' % (where, key))
+    check = result.get('check')
+    if check is not None and check not in CHECKS:
+        problems.append('%s: unknown check %r' % (where, check))
+    elif check is not None and result.get('area') != CHECKS[check][0]:
+        problems.append('%s: area %r does not match check %r' % (where, result.get('area'), check))
+    if 'passed' in result and not isinstance(result['passed'], bool):
+        problems.append('%s: passed must be true or false' % where)
+    return problems
+
+
+def validate_results(doc):
+    """Problems with a results document, as sentences; an empty list means it is valid."""
+    if not isinstance(doc, dict):
+        return ['results must be a JSON object']
+    problems = []
+    if doc.get('schema') != SCHEMA:
+        problems.append('schema must be %r, got %r' % (SCHEMA, doc.get('schema')))
+    run = doc.get('run')
+    if not isinstance(run, dict):
+        problems.append('run: missing or not an object')
+    else:
+        for key in ('started', 'finished', 'inventory', 'collection_version', 'mode'):
+            if key not in run:
+                problems.append('run: missing %r' % key)
+        if run.get('mode') not in MODES:
+            problems.append('run.mode must be one of %s' % ', '.join(MODES))
+    nodes = doc.get('nodes')
+    if not isinstance(nodes, dict):
+        return problems + ['nodes: missing or not an object']
+    for name, node in sorted(nodes.items()):
+        if not isinstance(node, dict):
+            problems.append('nodes.%s: not an object' % name)
+            continue
+        results = node.get('results', [])
+        if not isinstance(results, list):
+            problems.append('nodes.%s.results: not a list' % name)
+            continue
+        for index, result in enumerate(results):
+            if not isinstance(result, dict):
+                problems.append('nodes.%s.results[%d]: not an object' % (name, index))
+                continue
+            problems.extend(_problems_in_result('nodes.%s.results[%d]' % (name, index), result))
+        expected = all(r.get('passed') for r in results if isinstance(r, dict))
+        if node.get('passed') is not expected:
+            problems.append('nodes.%s.passed is %r but its results say %r' % (name, node.get('passed'), expected))
+    summary = doc.get('summary')
+    if isinstance(summary, dict) and summary != summarize(nodes):
+        problems.append('summary does not match the nodes (expected %r)' % (summarize(nodes),))
+    return problems

@@ -1,0 +1,60 @@
+import pytest
+
+from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+
+
+def _doc(nodes):
+    return {
+        'schema': vr.SCHEMA,
+        'run': {'started': 'a', 'finished': 'b', 'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain'},
+        'summary': vr.summarize(nodes),
+        'nodes': nodes,
+    }
+
+
+def _node(*results, **extra):
+    node = {'passed': all(r['passed'] for r in results), 'results': list(results)}
+    node.update(extra)
+    return node
+
+
+GOOD = vr.new_result('gpu.count', 'node', 8, 8, True, '8 GPUs, expected 8')
+BAD = vr.new_result('fabric.link_width', 'mlx5_3:1', '1X', '4X', False, 'mlx5_3 port 1 at 1X, expected 4X', peer='leaf-rail1 port 2')
+
+
+def test_new_result_carries_area_and_extras():
+    assert BAD['area'] == 'fabric' and BAD['peer'] == 'leaf-rail1 port 2' and BAD['passed'] is False
+    with pytest.raises(ValueError, match='unknown check id'):
+        vr.new_result('gpu.nope', 'node', 1, 1, True, 'x')
+
+
+def test_every_check_belongs_to_a_known_area():
+    assert {area for area, _ in vr.CHECKS.values()} == set(vr.AREAS)
+
+
+def test_a_consistent_document_validates():
+    doc = _doc({'gpu01': _node(GOOD), 'gpu02': _node(GOOD, BAD, drained=True)})
+    assert vr.validate_results(doc) == []
+    assert doc['summary'] == {'nodes': 2, 'passed': 1, 'failed': 1, 'drained': 1, 'resumed': 0, 'verdict': 'FAIL'}
+
+
+def test_validation_names_each_problem():
+    doc = _doc({'gpu01': {'passed': True, 'results': [BAD]}})
+    doc['run']['mode'] = 'maybe'
+    doc['summary'] = {}
+    problems = vr.validate_results(doc)
+    assert any('run.mode' in p for p in problems)
+    assert any('nodes.gpu01.passed is True but its results say False' in p for p in problems)
+    assert any('summary does not match' in p for p in problems)
+    assert vr.validate_results([]) == ['results must be a JSON object']
+
+
+def test_drain_reason_names_checks_once_and_stays_short():
+    reason = vr.drain_reason([BAD, BAD, vr.new_result('gpu.xid', 'GPU 3', 79, 'none', False, 'Xid 79')])
+    assert reason == 'aicluster: fabric.link_width mlx5_3:1; gpu.xid GPU 3'
+    many = [vr.new_result('gpu.ecc', 'GPU %d' % i, 1, 0, False, 'x') for i in range(100)]
+    assert len(vr.drain_reason(many)) == 256 and vr.drain_reason(many).endswith('...')
+
+
+def test_an_empty_fleet_is_not_a_pass():
+    assert vr.summarize({})['verdict'] == 'FAIL'
