@@ -15,6 +15,15 @@ TOOLS = {
     'show_gids': ('rdma', 'run_show_gids'),
     'ibv_devinfo': ('rdma', 'run_ibv_devinfo'),
     'mlnx_qos': ('mlnx_qos', 'run'),
+    'nvidia-smi': ('nvidia_smi', 'run'),
+    'dcgmi': ('dcgmi', 'run'),
+    'dmesg': ('kernel', 'run_dmesg'),
+    'ib_write_bw': ('perftest', 'run_ib_write_bw'),
+    'ib_read_bw': ('perftest', 'run_ib_read_bw'),
+    'ib_send_bw': ('perftest', 'run_ib_send_bw'),
+    'ib_write_lat': ('perftest', 'run_ib_write_lat'),
+    'ib_read_lat': ('perftest', 'run_ib_read_lat'),
+    'ib_send_lat': ('perftest', 'run_ib_send_lat'),
 }
 
 

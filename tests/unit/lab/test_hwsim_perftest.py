@@ -1,0 +1,209 @@
+"""lab/hwsim perftest stand-ins: a real server and client over TCP on 127.0.0.1, parsed with the collection's parser.
+
+The server runs in a thread (in-process, its own output streams), the client
+in the test's thread; both outputs must parse with ``parse_perftest`` and show
+the bandwidth both ends allow: min(rates) x efficiency x hca-bw-low of either end.
+"""
+import io
+import os
+import socket
+import sys
+import threading
+import time
+
+import pytest
+
+from _paths import REPO, own_fixture, real_fixture
+
+sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
+
+# pylint: disable=wrong-import-position
+from ansible_collections.aicluster.infra.plugins.module_utils.perftest import parse_perftest  # noqa: E402
+from hwsim import cli, profile as profiles  # noqa: E402
+from hwsim.testing import PROFILES, make_lab  # noqa: E402
+
+
+def free_port():
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(('127.0.0.1', 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return port
+
+
+class Server(object):
+    """A stand-in server in a thread; ``wait_ready`` returns once it listens (its banner is out)."""
+
+    def __init__(self, lab, host, argv):
+        self.out = io.StringIO()
+        self.err = io.StringIO()
+        self.status = None
+        self.thread = threading.Thread(target=self._run, args=(lab, host, argv), daemon=True)
+        self.thread.start()
+
+    def _run(self, lab, host, argv):
+        self.status = cli.main(list(argv), environ=lab.env(host), stdout=self.out, stderr=self.err)
+
+    def wait_ready(self, marker='Waiting for client to connect'):
+        deadline = time.monotonic() + 5
+        while marker not in self.out.getvalue() and time.monotonic() < deadline:
+            assert self.thread.is_alive() or marker in self.out.getvalue(), self.err.getvalue()
+            time.sleep(0.005)
+        assert marker in self.out.getvalue()
+
+    def join(self):
+        self.thread.join(5)
+        assert not self.thread.is_alive()
+        return self.status, self.out.getvalue(), self.err.getvalue()
+
+
+@pytest.fixture(autouse=True)
+def short_timeout(monkeypatch):
+    monkeypatch.setenv('HWSIM_PERFTEST_TIMEOUT', '3')
+
+
+def pair(lab, tool, server_args, client_args, server_host='gpu02', client_host='gpu01', ready='Waiting for client to connect'):
+    """Run server on server_host and client on client_host; returns ((status, out, err) of the client, of the server)."""
+    port = free_port()
+    server = Server(lab, server_host, [tool, '-p', str(port)] + server_args)
+    server.wait_ready(ready)
+    client = lab.run(client_host, [tool, '-p', str(port)] + client_args + ['127.0.0.1'])
+    return client, server.join()
+
+
+def compute_hca(prof):
+    return [hca for hca in prof['hcas'] if hca['role'] == 'compute'][1]
+
+
+def expected_gbps(prof, rate_a, rate_b, fraction_a=1.0, fraction_b=1.0):
+    return min(rate_a, rate_b) * prof['perftest']['efficiency'] * fraction_a * fraction_b
+
+
+@pytest.mark.parametrize('name', PROFILES)
+def test_write_bw_pair_both_ends_rates_and_hca_bw_low(tmp_path, name):
+    lab = make_lab(tmp_path, name)
+    prof = profiles.load(name)
+    hca = compute_hca(prof)
+    rate = hca['ports'][0]['rate']
+    assert lab.run('gpu01', ['hwsim', 'fault', 'hca-bw-low', hca['name'], '0.5'])[0] == 0
+    assert lab.run('gpu02', ['hwsim', 'fault', 'link-width', hca['name'], '1X'])[0] == 0
+    args = ['-d', hca['name'], '--report_gbits', '-F', '-s', '1048576', '-n', '2000']
+    (status, out, err), (server_status, server_out, server_err) = pair(lab, 'ib_write_bw', args, args)
+    assert status == 0 and server_status == 0, (err, server_err)
+    expected = round(expected_gbps(prof, rate, rate // 4, 0.5), 2)
+    ethernet = hca['link_layer'] == 'Ethernet'
+    for text, local, remote in ((out, 'gpu01', 'gpu02'), (server_out, 'gpu02', 'gpu01')):
+        parsed = parse_perftest(text)
+        assert parsed['errors'] == [] and parsed['test'] == 'RDMA_Write BW Test' and parsed['kind'] == 'bw'
+        assert (parsed['device'], parsed['units'], parsed['mtu']) == (hca['name'], 'Gb/sec', 4096)
+        assert parsed['link_type'] == ('Ethernet' if ethernet else 'IB')
+        assert [(row['bytes'], row['iterations'], row['bw_average']) for row in parsed['results']] == [(1048576, 2000, expected)]
+        assert ' local address: LID %s' % ('0000' if ethernet else '%#04x' % profiles.lid(int(local[-2:]), hca['name'])) in text
+        assert ' remote address: LID %s' % ('0000' if ethernet else '%#04x' % profiles.lid(int(remote[-2:]), hca['name'])) in text
+        assert (' GID index       : 3\n' in text) is ethernet
+    assert server_out.startswith('\n************************************\n* Waiting for client to connect... *\n')
+    assert ' TX depth ' in out and ' TX depth ' not in server_out
+
+
+def test_all_sizes_megabytes_and_bidirectional(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    (status, out, err), server = pair(lab, 'ib_read_bw', ['-a', '-b'], ['-a', '-b', '-q', '2'])
+    assert status == 0 and server[0] == 0, (err, server[2])
+    parsed = parse_perftest(out)
+    assert parsed['test'] == 'RDMA_Read Bidirectional BW Test' and parsed['bidirectional'] and parsed['units'] == 'MB/sec'
+    assert [row['bytes'] for row in parsed['results']] == [1 << exponent for exponent in range(1, 24)]
+    averages = [row['bw_average'] for row in parsed['results']]
+    assert averages == sorted(averages)
+    # 400 Gb/s x 0.97 both ways, in perftest's MB (2^20 bytes).
+    assert averages[-1] == round(2 * 400 * 0.97 * 1e9 / 8 / 1048576, 2)
+    assert ' Outstand reads  : 16\n' in out and ' OUT 0x10 ' in out
+    assert parse_perftest(server[1])['results'] == parsed['results']
+
+
+def test_latency_output_parses_with_percentiles(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-a100-ib')
+    (status, out, err), server = pair(lab, 'ib_write_lat', ['-a'], ['-a', '-F'])
+    assert status == 0 and server[0] == 0, (err, server[2])
+    parsed = parse_perftest(out)
+    assert parsed['test'] == 'RDMA_Write Latency Test' and parsed['kind'] == 'lat' and parsed['errors'] == []
+    rows = parsed['results']
+    assert len(rows) == 23 and rows[0]['bytes'] == 2
+    for row in rows:
+        assert row['t_min'] < row['t_typical'] < row['t_avg'] < row['p99'] < row['p99_9'] < row['t_max']
+    assert rows[0]['t_typical'] == 0.99
+    assert rows[-1]['t_typical'] > rows[0]['t_typical'] * 50
+    header = [line for line in out.splitlines() if line.startswith(' #bytes')][0]
+    real = real_fixture('perftest/superbench-ib_write_bw-loopback-8M-interleaved.txt')
+    assert ' Max inline data : 220[B]\n' in out and ' TX depth        : 1\n' in server[1]
+    assert header.split()[:2] == [line for line in real.splitlines() if line.startswith(' #bytes')][0].split()[:2]
+
+
+def test_duration_mode_prints_the_duration_table_quickly(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    started = time.monotonic()
+    (status, out, _err), server = pair(lab, 'ib_send_lat', ['-D', '10'], ['-D', '10'])
+    assert status == 0 and server[0] == 0 and time.monotonic() - started < 1.5
+    parsed = parse_perftest(out)
+    assert parsed['kind'] == 'lat' and parsed['results'][0]['t_avg'] > 0 and parsed['results'][0]['tps_average'] > 0
+    assert ' #bytes        #iterations       t_avg[usec]    tps average\n' in out
+    (status, out, _err), server = pair(lab, 'ib_write_bw', ['-D', '5', '--report_gbits'], ['-D', '5', '--report_gbits'])
+    row = parse_perftest(out)['results'][0]
+    assert status == 0 and row['bw_peak'] == 0.0 and row['bw_average'] == round(400 * 0.97, 2) and row['iterations'] > 10 ** 6
+
+
+def test_output_bandwidth_prints_only_the_number(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    port = free_port()
+    server = Server(lab, 'gpu02', ['ib_write_bw', '-p', str(port), '--output=bandwidth', '--report_gbits'])
+    deadline = time.monotonic() + 5
+    status = None
+    while time.monotonic() < deadline:
+        status, out, _err = lab.run('gpu01', ['ib_write_bw', '-p', str(port), '--output=bandwidth', '--report_gbits', '127.0.0.1'])
+        if status == 0:
+            break
+        time.sleep(0.01)
+    assert status == 0 and out == '%f\n' % (400 * 0.97)
+    assert server.join()[1] == out
+
+
+def test_no_server_listening_is_perftest_connection_failure(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    port = free_port()
+    status, out, err = lab.run('gpu01', ['ib_write_bw', '-p', str(port), '127.0.0.1'])
+    assert status == 1 and out == ''
+    assert err == ("Couldn't connect to 127.0.0.1:%d\n"
+                   "Unable to open file descriptor for socket connection Unable to init the socket connection\n" % port)
+    parsed = parse_perftest(err)
+    assert parsed['errors'] and parsed['results'] == []
+    fixture = parse_perftest(own_fixture('perftest/perftest-4.5-ib_write_bw-client-connection-refused-handmade.txt'))
+    assert [line.replace('127.0.0.1:%d' % port, 'HOST') for line in parsed['errors']] == [
+        line.replace('10.0.0.2:18515', 'HOST') for line in fixture['errors']]
+
+
+def test_unknown_device_down_port_and_no_hca(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    status, out, err = lab.run('gpu01', ['ib_write_bw', '-d', 'mlx5_19', '127.0.0.1'])
+    assert (status, out, err) == (1, '', 'IB device mlx5_19 not found\n Unable to find the Infiniband/RoCE device\n')
+    assert lab.run('gpu01', ['hwsim', 'fault', 'port-down', 'mlx5_3'])[0] == 0
+    status, out, err = lab.run('gpu01', ['ib_write_bw', '-d', 'mlx5_3'])
+    assert (status, out) == (1, '')
+    assert err == " Port number 1 state is Down\n Couldn't set the link layer\n Couldn't get context for the device\n"
+    assert parse_perftest(err)['errors']
+    status, _out, err = lab.run('ctl01', ['ib_write_bw'])
+    assert status == 1 and err.endswith(' Unable to find the Infiniband/RoCE device\n')
+    assert lab.run('gpu01', ['ib_write_bw', '--bogus'])[0] == 1
+
+
+def test_server_waits_at_most_the_timeout_and_takes_one_client(tmp_path, monkeypatch):
+    monkeypatch.setenv('HWSIM_PERFTEST_TIMEOUT', '0.2')
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    port = free_port()
+    server = Server(lab, 'gpu02', ['ib_write_bw', '-p', str(port)])
+    server.wait_ready()
+    status, _out, err = server.join()
+    assert status == 1 and 'accept() failed\n' in err and parse_perftest(err)['errors']
+    monkeypatch.setenv('HWSIM_PERFTEST_TIMEOUT', '3')
+    (status, _out, _err), server_result = pair(lab, 'ib_write_bw', [], [])
+    assert status == 0 and server_result[0] == 0
+    port = free_port()
+    assert lab.run('gpu01', ['ib_write_bw', '-p', str(port), '127.0.0.1'])[0] == 1
