@@ -8,9 +8,11 @@
     hwsim tools                      list the tool names (the lab links each to bin/hwsim)
     hwsim build-fabric OUT HOST=PROFILE ...
                                      write fabric.yml for these hosts (PROFILE may be "none")
+    hwsim devices [--root DIR]       create this host's NVIDIA device nodes under DIR/dev (default /dev)
 """
 import json
 import os
+import stat
 import sys
 
 from hwsim import faults as fault_kinds, fabric as fabrics, profile as profiles, tools
@@ -85,12 +87,90 @@ def cmd_build_fabric(ctx, args):
     return 0
 
 
+NVIDIA_MAJOR = 195
+UVM_MAJOR = 511  # dynamic on real systems; the dmesg stand-in prints the same number
+CTL_MINOR = 255
+DEVICE_MODE = 0o666
+
+
+def wanted_devices(model):
+    """{name under /dev: (major, minor)} for the host's GPUs the driver sees (none without GPUs)."""
+    from hwsim.tools import gpus as gpu_views  # pylint: disable=import-outside-toplevel
+    if not gpu_views.has_gpus(model):
+        return {}
+    nodes = {'nvidia%d' % view.minor: (NVIDIA_MAJOR, view.minor) for view in gpu_views.visible(model)}
+    nodes['nvidiactl'] = (NVIDIA_MAJOR, CTL_MINOR)
+    nodes['nvidia-uvm'] = (UVM_MAJOR, 0)
+    return nodes
+
+
+def _node_matches(path, major, minor):
+    info = os.lstat(path)
+    return stat.S_ISCHR(info.st_mode) and os.major(info.st_rdev) == major and os.minor(info.st_rdev) == minor
+
+
+def ensure_node(path, major, minor):
+    """Create (or replace a wrong) character device node, mode 0666; returns 'created', 'replaced', 'mode' or None."""
+    action = 'created'
+    if os.path.lexists(path):
+        if _node_matches(path, major, minor):
+            if stat.S_IMODE(os.lstat(path).st_mode) == DEVICE_MODE:
+                return None
+            os.chmod(path, DEVICE_MODE)
+            return 'mode'
+        if os.path.isdir(path) and not os.path.islink(path):
+            os.rmdir(path)
+        else:
+            os.unlink(path)
+        action = 'replaced'
+    os.mknod(path, stat.S_IFCHR | DEVICE_MODE, os.makedev(major, minor))
+    os.chmod(path, DEVICE_MODE)
+    return action
+
+
+def stale_nodes(model, directory, wanted):
+    """/dev/nvidiaN of the profile's GPUs that the driver no longer sees (gpu-missing)."""
+    stale = []
+    if not (model.profile and model.profile.get('gpus')):
+        return stale
+    for device in model.profile['gpus']['devices']:
+        name = 'nvidia%d' % device['index']
+        path = os.path.join(directory, name)
+        if name not in wanted and os.path.lexists(path) and _node_matches(path, NVIDIA_MAJOR, device['index']):
+            stale.append(path)
+    return stale
+
+
+def cmd_devices(ctx, args):
+    if args not in ([], ) and not (len(args) == 2 and args[0] == '--root'):
+        ctx.error('usage: hwsim devices [--root DIR]\n')
+        return 2
+    directory = os.path.join(args[1] if args else '/', 'dev')
+    model = ctx.host_model()
+    wanted = wanted_devices(model)
+    try:
+        os.makedirs(directory, exist_ok=True)
+        for name in sorted(wanted):
+            major, minor = wanted[name]
+            action = ensure_node(os.path.join(directory, name), major, minor)
+            if action:
+                ctx.write('%s %s (c %d:%d)\n' % (action, os.path.join(directory, name), major, minor))
+        for path in stale_nodes(model, directory, wanted):
+            os.unlink(path)
+            ctx.write('removed %s\n' % path)
+    except OSError as exc:
+        ctx.error('hwsim: devices: %s\n' % exc)
+        return 1
+    return 0
+
+
 COMMANDS = {
     'fault': cmd_fault,
     'clear': cmd_clear,
     'show': cmd_show,
     'tools': cmd_tools,
     'build-fabric': cmd_build_fabric,
+    'devices': cmd_devices,
 }
 
 

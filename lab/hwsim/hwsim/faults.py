@@ -42,6 +42,19 @@ def _text(text):
     return text
 
 
+def _diag_test(text):
+    """``TEST`` or ``TEST:GPU``: a dcgmi diag test (table, JSON or plugin name, any case) and optionally the GPU slot."""
+    # imported here: the tools import this module
+    from hwsim.tools import dcgmi  # pylint: disable=import-outside-toplevel
+    name, sep, gpu = text.partition(':')
+    if sep:
+        _non_negative_int(gpu)
+    key = ''.join(char for char in name.lower() if char.isalnum())
+    if key not in dcgmi.test_names():
+        raise ValueError('unknown test; allowed (any case, spaces optional, optional :GPU): %s' % ', '.join(sorted(dcgmi.test_names())))
+    return text
+
+
 # kind -> (argument names and converters, one-line description).  'hca' arguments are checked
 # against the host's profile when it is known.
 KINDS = {
@@ -51,7 +64,7 @@ KINDS = {
     'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
     'gpu-missing': ((('index', _non_negative_int),), 'GPU INDEX not visible to the driver'),
     'nvlink-down': ((('gpu', _non_negative_int), ('link', _non_negative_int)), 'NVLink LINK of GPU inactive'),
-    'dcgm-diag-fail': ((('test', _text),), 'dcgmi diag reports TEST failed'),
+    'dcgm-diag-fail': ((('test', _diag_test),), 'dcgmi diag reports TEST (e.g. memory, pcie, "GPU Memory", memory:3) failed on GPU 0 or GPU'),
     'ecc-pending': ((('gpu', _non_negative_int),), 'volatile uncorrectable ECC errors, page retirement pending on GPU'),
     'row-remap-pending': ((('gpu', _non_negative_int),), 'row remapping pending on GPU'),
     'xid': ((('gpu', _non_negative_int), ('code', _non_negative_int)), 'Xid CODE logged for GPU'),

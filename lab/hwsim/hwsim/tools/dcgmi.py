@@ -1,0 +1,364 @@
+"""dcgmi stand-in: ``discovery -l`` and ``diag -r 1|2|3 [-j] [-i IDS]``.
+
+The table layouts are DCGM 3.x (``| GPU ID | Device Information |`` boxes;
+the diag box with 27/48-column cells, category rules, ``Pass - All`` /
+``Fail - GPU: N`` rows and warnings wrapped at 45 characters); ``-j`` is the
+jsoncpp styled JSON of DCGM 3.1 (tab indentation, ``"key" : value``, keys
+sorted, ``null`` between the Deployment tests, as the real capture). A
+failed test makes dcgmi exit 226, as DCGM_ST_NVVS_ISOLATE_ERROR (-30) does.
+``dcgmi health`` is not simulated (no real capture of its layout).
+"""
+from hwsim import faults as fault_kinds
+from hwsim.tools import gpus as gpu_views
+
+DCGM_VERSION = '3.1.8'
+FAILED_STATUS = 226
+CONNECT_ERROR = ('Error: unable to establish a connection to the specified host: localhost\n'
+                 'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+TRIAGE = 'Run a field diagnostic on the GPU.'
+DBE_NEXT = 'Drain the GPU and reset it or reboot the node.'
+SYSTEM_TRIAGE = 'Check DCGM and system logs for errors. Reset GPU. Restart DCGM. Rerun diagnostics.'
+
+# (table name, JSON name, warning when it fails; {gpu} is the GPU id)
+DEPLOYMENT = (
+    ('Denylist', 'Denylist', 'Found driver on the denylist: nouveau Please load the appropriate driver.'),
+    ('NVML Library', 'NVML Library', "Cannot open library libnvidia-ml.so.1: 'libnvidia-ml.so.1: cannot open shared object file: "
+     "No such file or directory' Check for the existence of the library and set LD_LIBRARY_PATH if needed."),
+    ('CUDA Main Library', 'CUDA Main Library', "Cannot open library libcuda.so: 'libcuda.so: cannot open shared object file: "
+     "No such file or directory' Check for the existence of the library and set LD_LIBRARY_PATH if needed."),
+    ('Permissions and OS Blocks', 'Permissions and OS-related Blocks', 'The number of devices NVML returns is different than the '
+     'number of devices in /dev. Check for the presence of cgroups, operating system blocks, and or unsupported / older cards'),
+    ('Persistence Mode', 'Persistence Mode', 'Persistence mode for GPU {gpu} is disabled. Enable persistence mode by running '
+     '"nvidia-smi -i <gpuId> -pm 1 " as root.'),
+    ('Environment Variables', 'Environmental Variables', "Found CUDA performance-limiting environment variable "
+     "'CUDA_LAUNCH_BLOCKING'. Please unset this environment variable to address test failures."),
+    ('Page Retirement/Row Remap', 'Page Retirement/Row Remap', 'GPU {gpu} had memory errors and row remappings are pending ' + DBE_NEXT),
+    ('Graphics Processes', 'Graphics Processes', 'NVVS has detected processes with graphics contexts open running on at least one '
+     'GPU. This may cause some tests to fail. Stop the graphics processes or run this diagnostic on a server that is not being '
+     'used for display purposes.'),
+    ('Inforom', 'Inforom', 'A corrupt InfoROM has been detected in GPU {gpu}. Flash the InfoROM to clear this corruption.'),
+)
+# (category, table/JSON name, plugin name, lowest run level, warning when it fails)
+PLUGINS = (
+    ('Integration', 'PCIe', 'pcie', 2, 'Bandwidth of GPU {gpu} in direction h2d of 3.21 did not exceed minimum required bandwidth '
+     'of 20.00. ' + SYSTEM_TRIAGE),
+    ('Hardware', 'GPU Memory', 'memory', 2, 'CUDA APIs have indicated that a double-bit ECC error has occured on GPU {gpu}. ' + DBE_NEXT),
+    ('Hardware', 'Diagnostic', 'diagnostic', 2, 'A memory mismatch was detected on GPU {gpu}, but no error was reported by CUDA or '
+     'NVML. ' + TRIAGE),
+    ('Stress', 'Targeted Stress', 'targeted_stress', 3, 'Max stress level of 1204.3 did not reach desired stress level of 2500.0 '
+     'for GPU {gpu} ' + TRIAGE),
+    ('Stress', 'Targeted Power', 'targeted_power', 3, 'Max power of 412.3 did not reach desired power minimum '
+     'targeted_power.target_power of 700.0 for GPU {gpu} ' + TRIAGE),
+    ('Stress', 'Memory Bandwidth', 'memory_bandwidth', 3, 'GPU {gpu} only achieved a memory bandwidth of 1204.56 GB/s, failing '
+     'to meet 2500.00 GB/s for test 0 ' + TRIAGE),
+)
+ECC_PENDING = 'Pending page retirements together with a DBE were detected on GPU {gpu}. ' + DBE_NEXT
+NVLINK_DOWN = "GPU {gpu}'s NvLink link {link} is currently down " + SYSTEM_TRIAGE
+WRAP = 45
+
+
+def _key(name):
+    return ''.join(char for char in name.lower() if char.isalnum())
+
+
+def test_names():
+    """Every name ``dcgm-diag-fail`` accepts (normalized: lower case, letters and digits)."""
+    names = set()
+    for table, json_name, _text in DEPLOYMENT:
+        names.update((_key(table), _key(json_name)))
+    for _category, name, plugin, _level, _text in PLUGINS:
+        names.update((_key(name), _key(plugin)))
+    return names
+
+
+def _injected(state):
+    """{normalized test name: slot or None (GPU 0 of the run)} of the dcgm-diag-fail faults."""
+    found = {}
+    for fault in fault_kinds.of_kind(state['faults'], 'dcgm-diag-fail'):
+        name, _sep, gpu = fault['args']['test'].partition(':')
+        found[_key(name)] = int(gpu) if gpu else None
+    return found
+
+
+class Test(object):
+    """One diag test's outcome: its name, category, and per GPU id a (status, warning or None)."""
+
+    def __init__(self, category, table_name, json_name, per_gpu):
+        self.category = category
+        self.table_name = table_name
+        self.json_name = json_name
+        self.per_gpu = per_gpu
+        self.results = {}
+
+    @property
+    def failed(self):
+        return any(status == 'FAIL' for status, _warning in self.results.values())
+
+
+def _fail_targets(injected, names, views):
+    """GPU views a dcgm-diag-fail fault names for a test (GPU 0 of the run when no GPU is given)."""
+    for name in names:
+        if _key(name) in injected:
+            slot = injected[_key(name)]
+            if slot is None:
+                return views[:1]
+            return [view for view in views if view.slot == slot]
+    return []
+
+
+def _deployment(views, injected):
+    tests = []
+    for table, json_name, text in DEPLOYMENT:
+        test = Test('Deployment', table, json_name, False)
+        failing = {view.index: text.format(gpu=view.index) for view in _fail_targets(injected, (table, json_name), views)}
+        if table == 'Page Retirement/Row Remap':
+            failing.update({view.index: ECC_PENDING.format(gpu=view.index) for view in views if view.ecc_pending})
+            failing.update({view.index: DEPLOYMENT[6][2].format(gpu=view.index) for view in views if view.remap_pending})
+        for view in views:
+            test.results[view.index] = ('FAIL', failing[view.index]) if view.index in failing else ('PASS', None)
+        tests.append(test)
+    return tests
+
+
+def _plugin(category, name, plugin, text, views, injected):
+    test = Test(category, name, name, True)
+    failing = {view.index: text.format(gpu=view.index) for view in _fail_targets(injected, (name, plugin), views)}
+    if plugin == 'pcie':
+        for view in views:
+            down = [number for number, up in enumerate(view.links) if not up]
+            if down and view.index not in failing:
+                failing[view.index] = NVLINK_DOWN.format(gpu=view.index, link=down[0])
+    for view in views:
+        test.results[view.index] = ('FAIL', failing[view.index]) if view.index in failing else ('PASS', None)
+    return test
+
+
+def run_tests(views, state, level):
+    injected = _injected(state)
+    tests = _deployment(views, injected)
+    for category, name, plugin, lowest, text in PLUGINS:
+        if level >= lowest:
+            tests.append(_plugin(category, name, plugin, text, views, injected))
+    return tests
+
+
+# --------------------------------------------------------------------------
+# table
+
+
+def _row(left, right):
+    return '| %-25s | %-46s |\n' % (left, right)
+
+
+def _category(name, edge):
+    left = ('-----  %s  ' % name).ljust(27, '-')
+    return '%s%s+%s%s\n' % (edge, left, '-' * 48, edge)
+
+
+def _wrap(text):
+    return [text[start:start + WRAP] for start in range(0, len(text), WRAP)] or ['']
+
+
+def _ids(ids):
+    return ', '.join(str(index) for index in ids)
+
+
+def _result_rows(test):
+    passed = [index for index, (status, _warning) in sorted(test.results.items()) if status == 'PASS']
+    failed = [index for index, (status, _warning) in sorted(test.results.items()) if status == 'FAIL']
+    if not test.per_gpu:
+        rows = [_row(test.table_name, 'Fail' if failed else 'Pass')]
+    elif not failed:
+        rows = [_row(test.table_name, 'Pass - All')]
+    else:
+        rows = []
+        if passed:
+            rows.append(_row(test.table_name, 'Pass - GPU%s: %s' % ('s' if len(passed) > 1 else '', _ids(passed))))
+        rows.append(_row('' if passed else test.table_name, 'Fail - GPU%s: %s' % ('s' if len(failed) > 1 else '', _ids(failed))))
+    for index in failed:
+        chunks = _wrap(test.results[index][1])
+        rows.append(_row('Warning', chunks[0]))
+        rows.extend(_row('', chunk) for chunk in chunks[1:])
+    return rows
+
+
+def render_table(tests, views):
+    out = ['Successfully ran diagnostic for group.\n',
+           '+---------------------------+------------------------------------------------+\n',
+           _row('Diagnostic', 'Result'),
+           '+===========================+================================================+\n',
+           _category('Metadata', '|'),
+           _row('DCGM Version', DCGM_VERSION),
+           _row('Driver Version Detected', views[0].driver_version),
+           _row('GPU Device IDs Detected', ','.join(gpu_views.DEVICE_IDS.get(view.name, '2330') for view in views))]
+    category = None
+    for test in tests:
+        if test.category != category:
+            category = test.category
+            out.append(_category(category, '|' if category == 'Deployment' else '+'))
+        out.extend(_result_rows(test))
+    out.append('+---------------------------+------------------------------------------------+\n')
+    return ''.join(out)
+
+
+# --------------------------------------------------------------------------
+# JSON (jsoncpp StyledWriter, as DCGM 3.1 prints it)
+
+
+def _scalar(value):
+    if value is None:
+        return 'null'
+    if isinstance(value, bool):
+        return 'true' if value else 'false'
+    if isinstance(value, int):
+        return str(value)
+    return '"%s"' % str(value).replace('\\', '\\\\').replace('"', '\\"')
+
+
+def _styled(value, indent):
+    """Lines of ``value`` in jsoncpp's styled layout."""
+    if isinstance(value, dict):
+        lines = [indent + '{']
+        keys = sorted(value)
+        for position, key in enumerate(keys):
+            comma = ',' if position < len(keys) - 1 else ''
+            item = value[key]
+            if isinstance(item, (dict, list)):
+                lines.append('%s\t"%s" :' % (indent, key))
+                nested = _styled(item, indent + '\t')
+                nested[-1] += comma
+                lines.extend(nested)
+            else:
+                lines.append('%s\t"%s" : %s%s' % (indent, key, _scalar(item), comma))
+        return lines + [indent + '}']
+    lines = [indent + '[']
+    for position, item in enumerate(value):
+        nested = _styled(item, indent + '\t') if isinstance(item, (dict, list)) else [indent + '\t' + _scalar(item)]
+        if position < len(value) - 1:
+            nested[-1] += ','
+        lines.extend(nested)
+    return lines + [indent + ']']
+
+
+def _json_result(gpu_ids, status, warning):
+    result = {'gpu_ids': gpu_ids, 'status': status}
+    if warning:
+        result['warnings'] = [{'warning': warning}]
+    return result
+
+
+def _json_test(test):
+    if test.per_gpu:
+        results = [_json_result(index, status, warning) for index, (status, warning) in sorted(test.results.items())]
+    else:
+        failed = [(index, warning) for index, (status, warning) in sorted(test.results.items()) if status == 'FAIL']
+        everyone = ','.join(str(index) for index in sorted(test.results))
+        results = [_json_result(everyone, 'FAIL' if failed else 'PASS', failed[0][1] if failed else None)]
+    return {'name': test.json_name, 'results': results}
+
+
+def render_json(tests):
+    categories = []
+    for test in tests:
+        if not categories or categories[-1]['category'] != test.category:
+            categories.append({'category': test.category, 'tests': []})
+        entries = categories[-1]['tests']
+        if test.category == 'Deployment' and entries:
+            entries.append(None)
+        entries.append(_json_test(test))
+    document = {'DCGM GPU Diagnostic': {'test_categories': categories, 'version': DCGM_VERSION}}
+    return '\n'.join(_styled(document, '')) + '\n'
+
+
+# --------------------------------------------------------------------------
+# discovery -l
+
+
+def discovery(ctx, views):
+    rule = '+--------+' + '-' * 70 + '+\n'
+    out = ['%d GPU%s found.\n' % (len(views), '' if len(views) == 1 else 's'), rule,
+           '| GPU ID | %-69s|\n' % 'Device Information', rule]
+    for view in views:
+        out.append('| %-6s | %-69s|\n' % (view.index, 'Name: ' + view.name))
+        out.append('| %-6s | %-69s|\n' % ('', 'PCI Bus ID: ' + view.pci_bus_id))
+        out.append('| %-6s | %-69s|\n' % ('', 'Device UUID: ' + view.uuid))
+        out.append(rule)
+    switches = gpu_views.nvswitch_count(views[0]) if views else 0
+    if switches:
+        switch_rule = '+-----------+' + '-' * 68 + '+\n'
+        out.extend(['%d NvSwitches found.\n' % switches, switch_rule, '| Switch ID |%68s|\n' % '', switch_rule])
+        out.extend('| %-9d |%68s|\n' % (number, '') for number in range(switches))
+        out.append(switch_rule)
+    ctx.write(''.join(out))
+    return 0
+
+
+# --------------------------------------------------------------------------
+# arguments
+
+
+def _level(text):
+    """Run level 1-3 from ``-r``: a number (4 runs as 3) or test names (their highest level)."""
+    if text.isdigit():
+        return min(int(text), 3) if int(text) >= 1 else None
+    levels = []
+    wanted = [_key(item) for item in text.split(',')]
+    for item in wanted:
+        matches = [lowest for _category, name, plugin, lowest, _text in PLUGINS if item in (_key(name), _key(plugin))]
+        if not matches and item not in ('software', 'deployment'):
+            return None
+        levels.extend(matches or [1])
+    return max(levels)
+
+
+def _parse_diag(args):
+    """{'level', 'json', 'ids'} or None on bad arguments."""
+    parsed = {'level': None, 'json': False, 'ids': None}
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        if arg in ('-j', '--json'):
+            parsed['json'] = True
+            position += 1
+        elif arg in ('-r', '--run', '-i', '--gpuList', '-g', '--group') and position + 1 < len(args):
+            value = args[position + 1]
+            if arg in ('-r', '--run'):
+                parsed['level'] = _level(value)
+                if parsed['level'] is None:
+                    return None
+            elif arg in ('-i', '--gpuList'):
+                parsed['ids'] = value
+            position += 2
+        else:
+            return None
+    return parsed if parsed['level'] is not None else None
+
+
+def diag(ctx, model, args):
+    parsed = _parse_diag(args)
+    if parsed is None:
+        ctx.error('Usage: dcgmi diag -r <1|2|3|test names> [-j] [-i <gpu ids>]\n')
+        return 2
+    views = gpu_views.visible(model)
+    if parsed['ids'] is not None:
+        views = gpu_views.select(views, parsed['ids'])
+        if not views:
+            ctx.write('Error: Invalid GPU ID list: %s\n' % parsed['ids'])
+            return 255
+    tests = run_tests(views, model.state, parsed['level'])
+    ctx.write(render_json(tests) if parsed['json'] else render_table(tests, views))
+    return FAILED_STATUS if any(test.failed for test in tests) else 0
+
+
+def run(ctx, args):
+    """dcgmi discovery -l | dcgmi diag -r N [-j] [-i IDS]."""
+    model = ctx.host_model()
+    if not gpu_views.has_gpus(model):
+        ctx.error(CONNECT_ERROR)
+        return 255
+    if args[:1] == ['discovery'] and args[1:] in (['-l'], ['--list']):
+        return discovery(ctx, gpu_views.visible(model))
+    if args[:1] == ['diag']:
+        return diag(ctx, model, args[1:])
+    ctx.error('Usage: dcgmi <discovery -l | diag -r N [-j] [-i IDS]> (hwsim simulates these subcommands only)\n')
+    return 2

@@ -1,0 +1,153 @@
+"""The GPUs of a host as the driver would report them now: profile + GPU faults.
+
+Shared by the nvidia-smi, dcgmi and dmesg stand-ins and by ``hwsim devices``.
+Fault arguments name a GPU by its profile index (its slot, stable); the tools
+print the NVML index, which is the position among the GPUs the driver sees:
+with ``gpu-missing 3`` on an 8-GPU node the GPU in slot 4 is ``GPU 3``. The
+device minor number stays the slot (``/dev/nvidia4``), as the driver's probe
+order does not change when a GPU drops out later.
+
+Derived identifiers (host index ``h``, slot ``s``): UUID
+``GPU-4857534d-hhhh-4000-8000-0000000000ss`` (hex), serial ``1654<hhhh><ss>0``
+in decimal (13 digits), board id ``0x<bus>00``, module id ``s + 1``.
+"""
+from hwsim import faults as fault_kinds
+
+# PCI device ids nvidia-smi prints as "Device Id" (0x<device><vendor>) and dcgmi as "GPU Device IDs Detected".
+DEVICE_IDS = {'NVIDIA H100 80GB HBM3': '2330', 'NVIDIA A100-SXM4-80GB': '20b2', 'NVIDIA A100-SXM4-40GB': '20b0'}
+SUBSYSTEM_IDS = {'NVIDIA H100 80GB HBM3': '0x16C110DE', 'NVIDIA A100-SXM4-80GB': '0x147F10DE'}
+ARCHITECTURES = {'H100': 'Hopper', 'A100': 'Ampere'}
+VBIOS = {'Hopper': '96.00.74.00.01', 'Ampere': '92.00.45.00.03'}
+PCIE_GENERATION = {'Hopper': 5, 'Ampere': 4}
+# NVSwitches on the baseboard by NVLink generation (HGX A100: 6 third-generation, HGX H100: 4 fourth-generation).
+NVSWITCHES = {3: 6, 4: 4}
+RESERVED_MIB = 551
+IDLE = {'temperature': 36, 'memory_temperature': 44, 'power_w': 71.97, 'sm_mhz': 345, 'mem_mhz': 2619, 'max_sm_mhz': 1980}
+BUSY = {'power_w': 118.01, 'sm_mhz': 1980}
+
+
+def uuid(host_index, slot):
+    return 'GPU-4857534d-%04x-4000-8000-%012x' % (host_index, slot)
+
+
+def serial(host_index, slot):
+    return '1654%06d%02d0' % (host_index, slot)
+
+
+def architecture(model):
+    for key, value in ARCHITECTURES.items():
+        if key in model:
+            return value
+    return 'Hopper'
+
+
+class GpuView(object):
+    """One GPU as NVML reports it now (healthy values from the profile, GPU faults applied)."""
+
+    def __init__(self, host_model, device, index):
+        gpus = host_model.profile['gpus']
+        faults = host_model.state['faults']
+        self.slot = device['index']
+        self.index = index
+        self.minor = self.slot
+        self.name = gpus['model']
+        self.architecture = architecture(self.name)
+        self.uuid = uuid(host_model.index, self.slot)
+        self.serial = serial(host_model.index, self.slot)
+        self.pci_bus_id = device['pci_bus_id']
+        self.numa_node = device['numa_node']
+        self.cpu_list = device['cpu_list']
+        self.nearest_hca = device.get('nearest_hca')
+        self.memory_total = gpus['memory_mib']
+        self.power_limit = gpus['power_limit_w']
+        self.driver_version = gpus['driver_version']
+        self.cuda_version = str(gpus['cuda_version'])
+        nvlink = gpus.get('nvlink') or {}
+        self.link_speed = nvlink.get('link_speed_gbps', 0)
+        self.nvlink_generation = nvlink.get('generation', 0)
+        down = set(fault['args']['link'] for fault in fault_kinds.of_kind(faults, 'nvlink-down') if fault['args']['gpu'] == self.slot)
+        self.links = [number not in down for number in range(nvlink.get('links_per_gpu', 0))]
+        self.ecc_pending = any(fault['args']['gpu'] == self.slot for fault in fault_kinds.of_kind(faults, 'ecc-pending'))
+        self.remap_pending = any(fault['args']['gpu'] == self.slot for fault in fault_kinds.of_kind(faults, 'row-remap-pending'))
+        self.processes = [(fault['args']['pid'], fault['args']['name'], 1024)
+                          for fault in fault_kinds.of_kind(faults, 'gpu-process') if fault['args']['gpu'] == self.slot]
+
+    @property
+    def bus(self):
+        """The PCI bus number as two hex digits (``1B``)."""
+        return self.pci_bus_id.split(':')[1]
+
+    @property
+    def kernel_bus_id(self):
+        """``0000:1b:00.0``: as the kernel spells it."""
+        domain, bus, rest = self.pci_bus_id.split(':')
+        return ('%04x:%s:%s' % (int(domain, 16), bus, rest)).lower()
+
+    @property
+    def active_links(self):
+        return sum(1 for up in self.links if up)
+
+    @property
+    def ecc_volatile_uncorrectable(self):
+        return 2 if self.ecc_pending else 0
+
+    @property
+    def remapped_uncorrectable(self):
+        return 1 if self.remap_pending else 0
+
+    @property
+    def memory_used(self):
+        return sum(used for _pid, _name, used in self.processes) + (9 if self.processes else 0)
+
+    @property
+    def busy(self):
+        return bool(self.processes)
+
+    @property
+    def power_draw(self):
+        return BUSY['power_w'] if self.busy else IDLE['power_w']
+
+    @property
+    def sm_clock(self):
+        return BUSY['sm_mhz'] if self.busy else IDLE['sm_mhz']
+
+
+def missing_slots(state):
+    return set(fault['args']['index'] for fault in fault_kinds.of_kind(state['faults'], 'gpu-missing'))
+
+
+def visible(host_model):
+    """GpuView of every GPU the driver sees, NVML index order (PCI order of the present GPUs)."""
+    if not host_model.profile or not host_model.profile.get('gpus'):
+        return []
+    missing = missing_slots(host_model.state)
+    devices = [device for device in host_model.profile['gpus']['devices'] if device['index'] not in missing]
+    devices.sort(key=lambda device: device['pci_bus_id'].upper())
+    return [GpuView(host_model, device, index) for index, device in enumerate(devices)]
+
+
+def has_gpus(host_model):
+    return bool(host_model.profile and host_model.profile.get('gpus'))
+
+
+def select(views, text):
+    """The views ``-i TEXT`` names (index, comma list, PCI bus id or UUID), or None when one is unknown."""
+    chosen = []
+    for item in text.split(','):
+        item = item.strip()
+        found = [view for view in views if item in (str(view.index), view.uuid) or _same_bus(item, view.pci_bus_id)]
+        if not found:
+            return None
+        chosen.extend(view for view in found if view not in chosen)
+    return sorted(chosen, key=lambda view: view.index)
+
+
+def _same_bus(text, bus_id):
+    """nvidia-smi accepts ``00000000:1B:00.0`` and the short ``1B:00.0``, in any case."""
+    if ':' not in text:
+        return False
+    return bus_id.upper().endswith(text.upper()) and len(text) >= 7
+
+
+def nvswitch_count(view):
+    return NVSWITCHES.get(view.nvlink_generation, 0)

@@ -1,0 +1,119 @@
+"""dmesg stand-in: the simulated kernel ring buffer (boot lines, the NVIDIA driver loading, one NVRM line per ``xid`` fault).
+
+Lines carry the kernel's ``[%5lu.%06lu]`` stamp; ``-T``/``--ctime`` prints
+``[Www Mmm dd hh:mm:ss yyyy]`` from a boot time one hour before now;
+``-l``/``--level LIST`` keeps the named levels (Xid lines are ``err``, the
+rest ``info`` or ``notice``). The Xid texts are those the 535 driver logs
+(``pid='<unknown>', name=<unknown>`` for errors no process caused, the
+process of a ``gpu-process`` fault on the GPU for 13, 31 and 43).
+"""
+import time
+
+from hwsim import faults as fault_kinds
+from hwsim.tools import gpus as gpu_views
+
+LEVELS = ('emerg', 'alert', 'crit', 'err', 'warn', 'notice', 'info', 'debug')
+UPTIME_S = 3600
+XID_TEXT = {
+    13: 'Graphics SM Warp Exception on (GPC 0, TPC 0, SM 0): Out Of Range Address',
+    31: 'channel 0x00000008, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC0 GPCCLIENT_T1_0 faulted @ 0x7f85_5c000000. '
+        'Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_READ',
+    43: 'channel 0x00000010',
+    48: 'An uncorrectable double bit error (DBE) has been detected on GPU in the framebuffer at physAddr 0x18f31d80 partition 16, subpartition 3.',
+    61: '0cc5(2b9c) 00000000 00000000',
+    62: '2a8e(31ac) 00000000 00000000',
+    63: 'Row Remapper: New row (0x0000000018f31d80) marked for remapping, reset gpu to activate.',
+    64: 'Row Remapper Error: (0x0000000018f31d80) - Row Remapping table is full',
+    74: 'NVLink: fatal error detected on link 1(0x0, 0x0, 0x10000, 0x0, 0x0, 0x0, 0x0)',
+    79: 'GPU has fallen off the bus.',
+    92: 'High single-bit ECC error rate',
+    94: 'Contained: SM (0x1). RST: No, D-RST: No',
+    95: 'Uncontained: FBHUB. RST: Yes, D-RST: No',
+    119: 'Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).',
+}
+APPLICATION_XIDS = (13, 31, 43)
+USAGE_HINT = "Try 'dmesg --help' for more information.\n"
+
+
+def _boot_lines(model):
+    """(seconds, level, text) of the boot: kernel banner, NVIDIA modules (majors as ``hwsim devices`` creates them)."""
+    lines = [
+        (0.0, 'notice', 'Linux version 5.15.0-119-generic (buildd@lcy02-amd64-075) (gcc (Ubuntu 11.4.0-1ubuntu1~22.04) 11.4.0, '
+                        'GNU ld (GNU Binutils for Ubuntu) 2.38) #129-Ubuntu SMP Fri Aug 2 19:25:20 UTC 2024'),
+        (0.0, 'info', 'Command line: BOOT_IMAGE=/vmlinuz-5.15.0-119-generic root=/dev/md0 ro'),
+    ]
+    if gpu_views.has_gpus(model):
+        driver = model.profile['gpus']['driver_version']
+        lines += [
+            (4.871203, 'warn', 'nvidia: loading out-of-tree module taints kernel.'),
+            (4.902114, 'info', 'nvidia-nvlink: Nvlink Core is being initialized, major device number 510'),
+            (5.013377, 'info', 'NVRM: loading NVIDIA UNIX x86_64 Kernel Module  %s  Thu Jun 27 16:32:29 UTC 2024' % driver),
+            (5.236511, 'info', 'nvidia-uvm: Loaded the UVM driver, major device number 511.'),
+        ]
+    return lines
+
+
+def _xid_line(model, fault, views):
+    slot, code = fault['args']['gpu'], fault['args']['code']
+    device = [item for item in model.profile['gpus']['devices'] if item['index'] == slot] if gpu_views.has_gpus(model) else []
+    if device:
+        domain, bus, rest = device[0]['pci_bus_id'].split(':')
+        pci = ('%04x:%s:%s' % (int(domain, 16), bus, rest.split('.')[0])).lower()
+    else:
+        pci = '0000:%02x:00' % slot
+    who = "pid='<unknown>', name=<unknown>"
+    processes = [view.processes for view in views if view.slot == slot]
+    if code in APPLICATION_XIDS and processes and processes[0]:
+        who = 'pid=%d, name=%s' % (processes[0][0][0], processes[0][0][1].rsplit('/', 1)[-1][:15])
+    return 'NVRM: Xid (PCI:%s): %d, %s, %s' % (pci, code, who, XID_TEXT.get(code, '0000(0000) 00000000 00000000'))
+
+
+def messages(model):
+    """(seconds since boot, level, text) of the ring buffer, oldest first."""
+    lines = _boot_lines(model)
+    views = gpu_views.visible(model) if gpu_views.has_gpus(model) else []
+    for number, fault in enumerate(fault_kinds.of_kind(model.state['faults'], 'xid')):
+        lines.append((1200.0 + 97.125 * number + 0.000321 * fault['args']['code'], 'err', _xid_line(model, fault, views)))
+    return lines
+
+
+def _parse(args):
+    """(ctime, levels) or None on a bad option."""
+    ctime = False
+    levels = None
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        if arg in ('-T', '--ctime'):
+            ctime = True
+        elif arg in ('-l', '--level') and position + 1 < len(args):
+            position += 1
+            levels = args[position].split(',')
+        elif arg.startswith('--level='):
+            levels = arg.split('=', 1)[1].split(',')
+        elif arg in ('-k', '--kernel', '-x', '--decode'):
+            pass
+        else:
+            return None
+        position += 1
+    if levels is not None and not set(levels) <= set(LEVELS):
+        return None
+    return ctime, levels
+
+
+def run_dmesg(ctx, args):
+    """dmesg [-T] [-l|--level LIST]."""
+    parsed = _parse(args)
+    if parsed is None:
+        ctx.error('dmesg: unrecognized option or level: %s\n%s' % (' '.join(args), USAGE_HINT))
+        return 1
+    ctime, levels = parsed
+    boot = time.time() - UPTIME_S
+    out = []
+    for seconds, level, text in messages(ctx.host_model()):
+        if levels is not None and level not in levels:
+            continue
+        stamp = time.ctime(boot + seconds) if ctime else '%5d.%06d' % (int(seconds), round((seconds % 1) * 1e6) % 1000000)
+        out.append('[%s] %s\n' % (stamp, text))
+    ctx.write(''.join(out))
+    return 0
