@@ -46,9 +46,10 @@ CHECKS = {
     'nccl.wrong': ('nccl', 'nccl-tests #wrong is 0'),
     'nccl.slow_node': ('nccl', 'bus bandwidth within a fraction of the fleet median'),
     'nccl.multi_node_busbw': ('nccl', 'multi-node all_reduce bus bandwidth over the threshold'),
+    'node.reachable': ('node', 'the node answered and its checks ran'),
 }
 
-AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl')
+AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl', 'node')
 MODES = ('drain', 'fail', 'report')
 DRAIN_PREFIX = 'aicluster:'
 
