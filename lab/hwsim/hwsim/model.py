@@ -15,8 +15,9 @@ class SimError(Exception):
 class Context(object):
     """Where a stand-in reads from and writes to; built from the environment or by tests."""
 
-    def __init__(self, host, state_dir, fabric_path, profile_dir, out, err):
+    def __init__(self, host, state_dir, fabric_path, profile_dir, out, err, environ=None):
         self.host = host
+        self.environ = {} if environ is None else environ
         self.state_dir = state_dir
         self.fabric_path = fabric_path
         self.profile_dir = profile_dir
@@ -27,7 +28,7 @@ class Context(object):
     @classmethod
     def from_env(cls, environ, out, err):
         return cls(states.hostname(environ), states.state_dir(environ), fabrics.fabric_path(environ),
-                   profiles.profile_dir(environ), out, err)
+                   profiles.profile_dir(environ), out, err, environ)
 
     @property
     def fabric(self):

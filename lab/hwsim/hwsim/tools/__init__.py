@@ -24,6 +24,11 @@ TOOLS = {
     'ib_write_lat': ('perftest', 'run_ib_write_lat'),
     'ib_read_lat': ('perftest', 'run_ib_read_lat'),
     'ib_send_lat': ('perftest', 'run_ib_send_lat'),
+    'all_reduce_perf': ('nccl', 'run_all_reduce'),
+    'all_gather_perf': ('nccl', 'run_all_gather'),
+    'reduce_scatter_perf': ('nccl', 'run_reduce_scatter'),
+    'broadcast_perf': ('nccl', 'run_broadcast'),
+    'alltoall_perf': ('nccl', 'run_alltoall'),
 }
 
 

@@ -74,10 +74,10 @@ class PerftestError(Exception):
         self.text = text
 
 
-def timeout_seconds():
-    """$HWSIM_PERFTEST_TIMEOUT (seconds), default 60."""
+def timeout_seconds(environ):
+    """$HWSIM_PERFTEST_TIMEOUT (seconds; the tool's environment, else the process's), default 60."""
     try:
-        return float(os.environ.get('HWSIM_PERFTEST_TIMEOUT', DEFAULT_TIMEOUT))
+        return float(environ.get('HWSIM_PERFTEST_TIMEOUT') or os.environ.get('HWSIM_PERFTEST_TIMEOUT', DEFAULT_TIMEOUT))
     except ValueError:
         return DEFAULT_TIMEOUT
 
@@ -456,7 +456,7 @@ def run(ctx, args, name):
         opts = parse_args(name, args)
         device, view, efficiency = find_port(ctx, opts)
         dest = local_dest(ctx, device, view, efficiency, opts)
-        timeout = timeout_seconds()
+        timeout = timeout_seconds(ctx.environ)
         if opts['server']:
             return run_client(ctx, name, opts, dest, timeout)
         return run_server(ctx, name, opts, dest, timeout)

@@ -1,0 +1,364 @@
+"""nccl-tests stand-ins: all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf, alltoall_perf.
+
+Output in the nccl-tests 2.13 layout (src/common.cu run()/TimeTest()/BenchTime(),
+the CUDACHECK/TESTCHECK macros of src/common.h, the getCollByteCount()/getBw()
+of each collective's .cu file): version and "Collective test starting" lines,
+the parameter line, "# Using devices" with one ``#  Rank`` line per rank, the
+three-line table header, one row per size, "Out of bounds values", "Avg bus
+bandwidth" and "Collective test concluded".
+
+Launched under mpirun/srun (OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS/
+SLURM_JOB_NODELIST, PMI_RANK/PMI_SIZE) the run spans several hosts: as with
+real nccl-tests built with MPI, only rank 0 prints, and it lists the ranks of
+every host.  Host names come from SLURM_JOB_NODELIST (Slurm hostlist syntax)
+or $HWSIM_NCCL_HOSTS (``gpu01,gpu02``, for mpirun and PMI launches).
+
+Bus bandwidth: busbw(size) = size x factor / (t0 + size x factor / peak), where
+peak is the profile's ``nccl.<collective>_busbw_gbps`` x nccl-slow (the
+slowest host's) and, across hosts, at most min over hosts of (sum of the
+active GPU-fabric HCA ports' rate x hca-bw-low x perftest efficiency) / 8.
+"""
+import re
+
+from hwsim import faults as fault_kinds
+from hwsim.model import pid
+
+VERSION_LINE = '# nccl-tests version 2.13.11 nccl-headers=22105 nccl-library=22105\n'
+WORD_SIZES = {'int8': 1, 'char': 1, 'uint8': 1, 'int32': 4, 'int': 4, 'uint32': 4, 'int64': 8, 'uint64': 8,
+              'half': 2, 'float16': 2, 'float': 4, 'float32': 4, 'double': 8, 'float64': 8, 'bfloat16': 2}
+TYPE_NAMES = {'char': 'int8', 'int': 'int32', 'float16': 'half', 'float32': 'float', 'float64': 'double'}
+OPS = ('sum', 'prod', 'max', 'min', 'avg', 'mulsum')
+# tool -> (profile key, bus factor kind, redop shown, printed size kind)
+COLLECTIVES = {
+    'all_reduce_perf': ('all_reduce_busbw_gbps', 'allreduce', None, 'same'),
+    'all_gather_perf': ('all_gather_busbw_gbps', 'gather', 'none', 'gathered'),
+    'reduce_scatter_perf': ('reduce_scatter_busbw_gbps', 'gather', None, 'gathered'),
+    'broadcast_perf': ('all_gather_busbw_gbps', 'one', 'none', 'same'),
+    'alltoall_perf': ('all_gather_busbw_gbps', 'gather', 'none', 'gathered'),
+}
+LATENCY_US = {True: 12.0, False: 30.0}
+LARGE_BYTES = 128 * 1024 * 1024
+CUDA_FAILURE_LINE = 892
+TEST_FAILURE_LINE = 1063
+OPTIONS = {'-t': 'nthreads', '-g': 'ngpus', '-b': 'minbytes', '-e': 'maxbytes', '-i': 'stepbytes', '-f': 'stepfactor',
+           '-n': 'iters', '-w': 'warmup_iters', '-c': 'check', '-o': 'op', '-d': 'datatype', '-r': 'root', '-m': 'agg_iters'}
+LONG = {'--' + name: short for short, name in OPTIONS.items()}
+
+
+class NcclError(Exception):
+    """Ends the run: ``text`` on stdout (nccl-tests prints its failures with printf) and exit ``status``."""
+
+    def __init__(self, text, status, stream='out'):
+        super(NcclError, self).__init__(text)
+        self.text = text
+        self.status = status
+        self.stream = stream
+
+
+def parse_size(text, name):
+    """parsesize(): ``8``, ``128M``, ``8G``, ``1.5k``; a bad value ends the run as nccl-tests does (-1 -> 255)."""
+    match = re.match(r'^\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*([A-Za-z]?)', text)
+    units = {'': 1, 'k': 1024, 'm': 1024 ** 2, 'g': 1024 ** 3}
+    if not match or match.group(2).lower() not in units:
+        raise NcclError("invalid size specified for '%s'\n" % name, 255, 'err')
+    return int(float(match.group(1)) * units[match.group(2).lower()])
+
+
+def parse_args(args):
+    opts = {'nthreads': 1, 'ngpus': 1, 'minbytes': 32 * 1024 ** 2, 'maxbytes': 32 * 1024 ** 2, 'stepbytes': 1024 ** 2,
+            'stepfactor': 1, 'iters': 20, 'warmup_iters': 5, 'check': 1, 'op': 'sum', 'datatype': 'float', 'root': 0,
+            'agg_iters': 1}
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        position += 1
+        value = None
+        if arg.startswith('--') and '=' in arg:
+            arg, value = arg.split('=', 1)
+        arg = LONG.get(arg, arg)
+        if arg in OPTIONS and value is None and len(arg) == 2 and position < len(args):
+            value = args[position]
+            position += 1
+        elif len(arg) > 2 and arg[:2] in OPTIONS and not arg.startswith('--'):
+            arg, value = arg[:2], arg[2:]
+        if arg not in OPTIONS or value is None:
+            raise NcclError("invalid option '%s'\n" % arg.lstrip('-')[:1], 0)
+        _set_option(opts, OPTIONS[arg], value)
+    if opts['minbytes'] > opts['maxbytes']:
+        raise NcclError("invalid sizes for 'minbytes' and 'maxbytes': %d > %d\n" % (opts['minbytes'], opts['maxbytes']), 255, 'err')
+    return opts
+
+
+def _set_option(opts, name, value):
+    if name in ('minbytes', 'maxbytes'):
+        opts[name] = parse_size(value, name)
+    elif name == 'op':
+        opts[name] = value if value in OPS else 'sum'
+    elif name == 'datatype':
+        opts[name] = TYPE_NAMES.get(value, value) if value in WORD_SIZES else 'float'
+    else:
+        try:
+            opts[name] = int(value, 0)
+        except ValueError:
+            opts[name] = 0
+
+
+def expand_hostlist(expr):
+    """Slurm hostlist ``gpu[01-03,07],ctl01`` -> names (bracket ranges keep their zero padding)."""
+    names = []
+    for part in re.findall(r'[^,\[]+(?:\[[^\]]*\][^,\[]*)*', expr):
+        names.extend(_expand_part(part))
+    return names
+
+
+def _expand_part(part):
+    match = re.match(r'^([^\[]*)\[([^\]]*)\](.*)$', part)
+    if not match:
+        return [part]
+    prefix, ranges, rest = match.groups()
+    names = []
+    for item in ranges.split(','):
+        low, _sep, high = item.partition('-')
+        high = high or low
+        for number in range(int(low), int(high) + 1):
+            names.extend(prefix + '%0*d' % (len(low), number) + tail for tail in _expand_part(rest))
+    return names
+
+
+def launch(environ, host):
+    """(process rank, process count, hosts in process order): from the MPI/Slurm/PMI environment or one process here."""
+    for rank_key, size_key in (('OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE'), ('SLURM_PROCID', 'SLURM_NTASKS'),
+                               ('PMI_RANK', 'PMI_SIZE')):
+        if environ.get(rank_key) is not None and environ.get(size_key) is not None:
+            size = int(environ[size_key])
+            if rank_key == 'SLURM_PROCID' and environ.get('SLURM_JOB_NODELIST'):
+                hosts = expand_hostlist(environ['SLURM_JOB_NODELIST'])
+            else:
+                hosts = [name for name in environ.get('HWSIM_NCCL_HOSTS', host).split(',') if name]
+            per_host = max(1, size // len(hosts))
+            return int(environ[rank_key]), size, [hosts[min(proc // per_host, len(hosts) - 1)] for proc in range(size)]
+    return 0, 1, [host]
+
+
+class Node(object):
+    """One host of the run: visible GPUs, nccl-slow, fabric bound, the processes on it."""
+
+    def __init__(self, model):
+        self.host = model.host
+        self.profile = model.profile or {}
+        faults = model.state['faults']
+        missing = {fault['args']['index'] for fault in fault_kinds.of_kind(faults, 'gpu-missing')}
+        devices = (self.profile.get('gpus') or {}).get('devices', [])
+        self.devices = [device for device in devices if device['index'] not in missing]
+        slow = fault_kinds.of_kind(faults, 'nccl-slow')
+        self.slow = slow[-1]['args']['fraction'] if slow else 1.0
+        wrong = fault_kinds.of_kind(faults, 'nccl-wrong')
+        self.wrong = wrong[-1]['args']['count'] if wrong else 0
+        efficiency = (self.profile.get('perftest') or {}).get('efficiency', 0.95)
+        self.fabric_gbps = sum(view.rate * view.faults.get('hca-bw-low', {}).get('fraction', 1.0) * efficiency
+                               for view in model.ports() if view.hca.get('role') == 'compute' and view.up)
+
+    def peak(self, key):
+        nccl = self.profile.get('nccl') or {}
+        return nccl.get(key, nccl.get('all_gather_busbw_gbps', 0.0)) * self.slow
+
+
+def pci_text(device):
+    """``00000000:1B:00.0`` -> ``0000:1b:00`` (the [%04x:%02x:%02x] of the rank line)."""
+    domain, bus, rest = device['pci_bus_id'].split(':')
+    return '%04x:%02x:%02x' % (int(domain, 16), int(bus, 16), int(rest.split('.')[0], 16))
+
+
+def fake_pid(host_index, local_proc):
+    return 4000 + 211 * host_index + local_proc
+
+
+def rank_lines(run_info):
+    """``#  Rank`` lines of every process, in rank order."""
+    lines = []
+    per_proc = run_info['per_proc']
+    for proc, node in enumerate(run_info['proc_nodes']):
+        local = run_info['local_ranks'][proc]
+        proc_pid = pid() if proc == run_info['proc'] else fake_pid(run_info['host_index'][node.host], local)
+        for offset in range(per_proc):
+            device = node.devices[local * per_proc + offset]
+            lines.append('#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] %s\n' % (
+                proc * per_proc + offset, 0, proc_pid, node.host, local * per_proc + offset, pci_text(device),
+                node.profile['gpus']['model']))
+    return ''.join(lines)
+
+
+def byte_counts(kind, size, word, nranks):
+    """(printed size, printed count) of getCollByteCount(): gathered collectives round to a multiple of nranks."""
+    count = size // word
+    if kind == 'gathered':
+        base = count // nranks
+        return base * nranks * word, base
+    return count * word, count
+
+
+def bus_factor(kind, nranks):
+    if kind == 'allreduce':
+        return 2.0 * (nranks - 1) / nranks
+    if kind == 'gather':
+        return float(nranks - 1) / nranks
+    return 1.0
+
+
+def time_text(usec):
+    if usec >= 10000.0:
+        return '%7.0f' % usec
+    if usec >= 100.0:
+        return '%7.1f' % usec
+    return '%7.2f' % usec
+
+
+def sizes(opts):
+    size = opts['minbytes']
+    found = []
+    while size <= opts['maxbytes']:
+        found.append(size)
+        size = size * opts['stepfactor'] if opts['stepfactor'] > 1 else size + opts['stepbytes']
+        if opts['stepfactor'] <= 1 and opts['stepbytes'] <= 0:
+            break
+    return found
+
+
+def header(name, opts):
+    step = '%d(%s)' % ((opts['stepfactor'], 'factor') if opts['stepfactor'] > 1 else (opts['stepbytes'], 'bytes'))
+    return ''.join([
+        VERSION_LINE, '# Collective test starting: %s\n' % name,
+        '# nThread %d nGpus %d minBytes %d maxBytes %d step: %s warmup iters: %d iters: %d agg iters: %d validation: %d graph: 0\n' % (
+            opts['nthreads'], opts['ngpus'], opts['minbytes'], opts['maxbytes'], step, opts['warmup_iters'], opts['iters'],
+            opts['agg_iters'], opts['check']),
+        '#\n', '# Using devices\n'])
+
+
+def table_header():
+    return ''.join([
+        '#\n',
+        '# %10s  %12s  %8s  %6s  %6s           out-of-place                       in-place          \n' % ('', '', '', '', ''),
+        '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s\n' % (
+            'size', 'count', 'type', 'redop', 'root', 'time', 'algbw', 'busbw', '#wrong', 'time', 'algbw', 'busbw', '#wrong'),
+        '# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n' % (
+            '(B)', '(elements)', '', '', '', '(us)', '(GB/s)', '(GB/s)', '', '(us)', '(GB/s)', '(GB/s)', ''),
+    ])
+
+
+def peak_busbw(name, nodes):
+    """GB/s the run reaches at large sizes: slowest host's NVLink figure, bounded by the fabric across hosts."""
+    key = COLLECTIVES[name][0]
+    peak = min(node.peak(key) for node in nodes)
+    if len(nodes) > 1:
+        peak = min([peak] + [node.fabric_gbps / 8.0 for node in nodes])
+    return peak
+
+
+def table(name, opts, nodes, nranks):
+    """(rows text, out-of-bounds count, average busbw)."""
+    _key, factor_kind, redop, size_kind = COLLECTIVES[name]
+    word = WORD_SIZES[opts['datatype']]
+    factor = bus_factor(factor_kind, nranks)
+    peak = peak_busbw(name, nodes)
+    latency = LATENCY_US[len(nodes) == 1]
+    large = min(LARGE_BYTES, opts['maxbytes'])
+    wrong_total = sum(node.wrong for node in nodes)
+    wrong_hosts = sum(1 for node in nodes if node.wrong)
+    root = opts['root'] if factor_kind == 'one' else -1
+    lines = []
+    errors = 0
+    busbws = []
+    for size in sizes(opts):
+        shown, count = byte_counts(size_kind, size, word, nranks)
+        moved = shown * factor if factor else shown
+        usec = latency + (moved / (peak * 1e3) if peak else 0.0)
+        algbw = shown / usec / 1e3
+        busbw = algbw * factor
+        wrong = wrong_total if size >= large else 0
+        errors += 2 * wrong_hosts if wrong else 0
+        cell = '  %7s  %6.2f  %6.2f  %5s' % (time_text(usec), algbw, busbw, ('%g' % wrong) if opts['check'] else 'N/A')
+        lines.append('%12d  %12d  %8s  %6s  %6d%s%s\n' % (shown, count, opts['datatype'], redop or opts['op'], root, cell, cell))
+        busbws += [busbw, busbw]
+    average = sum(busbws) / len(busbws) if busbws else 0.0
+    return ''.join(lines), errors if opts['check'] else 0, average
+
+
+def footer(name, errors, average):
+    return ''.join(['# Out of bounds values : %d %s\n' % (errors, 'FAILED' if errors else 'OK'),
+                    '# Avg bus bandwidth    : %g \n' % average, '#\n', '# Collective test concluded: %s\n' % name, '\n'])
+
+
+def cuda_failure(host, reason):
+    return ("%s: Test CUDA failure common.cu:%d '%s'\n .. %s pid %d: Test failure common.cu:%d\n"
+            % (host, CUDA_FAILURE_LINE, reason, host, pid(), TEST_FAILURE_LINE))
+
+
+def build_run(ctx, opts, environ):
+    """Processes, hosts and ranks of this launch; NcclError when a process lacks its GPUs."""
+    proc, nprocs, proc_hosts = launch(environ, ctx.host)
+    models = {}
+    for host in proc_hosts:
+        if host not in models:
+            models[host] = Node(ctx.host_model(host))
+    per_proc = opts['nthreads'] * opts['ngpus']
+    local_ranks = [proc_hosts[:index].count(host) for index, host in enumerate(proc_hosts)]
+    hosts = list(dict.fromkeys(proc_hosts))
+    return {'proc': proc, 'nprocs': nprocs, 'per_proc': per_proc, 'local_ranks': local_ranks,
+            'proc_nodes': [models[host] for host in proc_hosts], 'nodes': [models[host] for host in hosts],
+            'host_index': {host: index for index, host in enumerate(hosts)}}
+
+
+def missing_gpus(run_info):
+    """Hosts of processes that would ask for a device ordinal beyond the visible GPUs."""
+    short = []
+    for proc, node in enumerate(run_info['proc_nodes']):
+        if (run_info['local_ranks'][proc] + 1) * run_info['per_proc'] > len(node.devices) and node.host not in short:
+            short.append(node.host)
+    return short
+
+
+def run(ctx, args, name):
+    """One nccl-tests binary; the launch (ranks, hosts) comes from the context's environment."""
+    try:
+        opts = parse_args(args)
+        run_info = build_run(ctx, opts, ctx.environ)
+        me = run_info['proc_nodes'][run_info['proc']]
+        main = run_info['proc'] == 0
+        short = missing_gpus(run_info)
+        if main:
+            ctx.write(header(name, opts))
+        if short:
+            if me.host in short:
+                reason = 'invalid device ordinal' if me.devices else 'no CUDA-capable device is detected'
+                raise NcclError(cuda_failure(me.host, reason), 2)
+            return 1
+        if main:
+            nranks = run_info['nprocs'] * run_info['per_proc']
+            rows, errors, average = table(name, opts, run_info['nodes'], nranks)
+            ctx.write(rank_lines(run_info) + table_header() + rows + footer(name, errors, average))
+        else:
+            errors = table(name, opts, run_info['nodes'], run_info['nprocs'] * run_info['per_proc'])[1]
+        return 1 if errors else 0
+    except NcclError as exc:
+        (ctx.write if exc.stream == 'out' else ctx.error)(exc.text)
+        return exc.status
+
+
+def run_all_reduce(ctx, args):
+    return run(ctx, args, 'all_reduce_perf')
+
+
+def run_all_gather(ctx, args):
+    return run(ctx, args, 'all_gather_perf')
+
+
+def run_reduce_scatter(ctx, args):
+    return run(ctx, args, 'reduce_scatter_perf')
+
+
+def run_broadcast(ctx, args):
+    return run(ctx, args, 'broadcast_perf')
+
+
+def run_alltoall(ctx, args):
+    return run(ctx, args, 'alltoall_perf')

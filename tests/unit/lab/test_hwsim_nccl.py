@@ -1,0 +1,159 @@
+"""lab/hwsim nccl-tests stand-ins, parsed with the collection's parser and compared with a real 2.13 capture."""
+import io
+import os
+import re
+import sys
+
+import pytest
+
+from _paths import REPO, real_fixture
+
+sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
+
+# pylint: disable=wrong-import-position
+from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests  # noqa: E402
+from hwsim import cli, profile as profiles  # noqa: E402
+from hwsim.testing import PROFILES, make_lab  # noqa: E402
+
+COLLECTIVES = ('all_reduce', 'all_gather', 'reduce_scatter')
+EIGHT_GB = 8 * 1024 ** 3
+ARGS = ['-b', '8', '-e', '8G', '-f', '2', '-g', '8']
+
+
+def run(lab, host, argv, **extra):
+    out = io.StringIO()
+    err = io.StringIO()
+    status = cli.main(list(argv), environ=dict(lab.env(host), **extra), stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def row_at(parsed, size):
+    return [row for row in parsed['rows'] if row['size'] == size][0]
+
+
+def close(value, expected):
+    """busbw at 8 GiB reaches the bound within 0.2% (the latency term of the ramp)."""
+    return expected * 0.998 <= value <= expected
+
+
+@pytest.mark.parametrize('name', PROFILES)
+@pytest.mark.parametrize('collective', COLLECTIVES)
+@pytest.mark.parametrize('scenario', ['healthy', 'nccl-wrong', 'nccl-slow'])
+def test_single_node_busbw_faults_and_exit(tmp_path, name, collective, scenario):
+    lab = make_lab(tmp_path, name, compute=1)
+    peak = profiles.load(name)['nccl']['%s_busbw_gbps' % collective]
+    if scenario == 'nccl-wrong':
+        assert lab.run('gpu01', ['hwsim', 'fault', 'nccl-wrong', '7'])[0] == 0
+    if scenario == 'nccl-slow':
+        assert lab.run('gpu01', ['hwsim', 'fault', 'nccl-slow', '0.5'])[0] == 0
+        peak *= 0.5
+    status, out, err = run(lab, 'gpu01', ['%s_perf' % collective] + ARGS)
+    parsed = parse_nccl_tests(out)
+    assert err == '' and parsed['errors'] == []
+    assert len(parsed['ranks']) == 8 and {rank['host'] for rank in parsed['ranks']} == {'gpu01'}
+    big = row_at(parsed, EIGHT_GB)
+    assert close(big['oop_busbw'], peak), (big, peak)
+    factor = 7 / 8 * (2 if collective == 'all_reduce' else 1)
+    assert abs(big['oop_algbw'] * factor - big['oop_busbw']) < 0.02
+    busbws = [row['oop_busbw'] for row in parsed['rows']]
+    assert busbws == sorted(busbws) and busbws[0] < 1
+    if scenario == 'nccl-wrong':
+        large = [row for row in parsed['rows'] if row['size'] >= 128 * 1024 ** 2]
+        assert all(row['oop_wrong'] == 7 and row['ip_wrong'] == 7 for row in large)
+        assert all(row['oop_wrong'] == 0 for row in parsed['rows'] if row not in large)
+        assert parsed['out_of_bounds'] == 2 * len(large) and '# Out of bounds values : %d FAILED\n' % (2 * len(large)) in out
+        assert status == 1
+    else:
+        assert status == 0 and parsed['out_of_bounds'] == 0
+
+
+def test_multi_node_slurm_rank0_prints_all_ranks_others_nothing(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    slurm = {'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
+    status, out, _err = run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, SLURM_PROCID='0', SLURM_LOCALID='0', **slurm)
+    parsed = parse_nccl_tests(out)
+    assert status == 0 and [rank['rank'] for rank in parsed['ranks']] == list(range(16))
+    assert [rank['host'] for rank in parsed['ranks']] == ['gpu01'] * 8 + ['gpu02'] * 8
+    # 16 ranks over 2 hosts: the fabric (8 x 400 Gb/s x 0.97 / 8 = 388 GB/s) bounds the 460 GB/s of NVLink.
+    assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 388.0)
+    assert run(lab, 'gpu02', ['all_reduce_perf'] + ARGS, SLURM_PROCID='1', SLURM_LOCALID='0', **slurm)[:2] == (0, '')
+    # One process per GPU under mpirun: 16 processes, hosts from HWSIM_NCCL_HOSTS.
+    mpi = {'OMPI_COMM_WORLD_SIZE': '16', 'HWSIM_NCCL_HOSTS': 'gpu01,gpu02'}
+    status, out, _err = run(lab, 'gpu01', ['all_gather_perf', '-b', '1G', '-e', '8G', '-f', '2'], OMPI_COMM_WORLD_RANK='0', **mpi)
+    ranks = parse_nccl_tests(out)['ranks']
+    assert status == 0 and len(ranks) == 16 and ranks[9]['host'] == 'gpu02' and ranks[9]['device'] == 1
+    assert run(lab, 'gpu02', ['all_gather_perf'], OMPI_COMM_WORLD_RANK='9', **mpi)[:2] == (0, '')
+
+
+def test_multi_node_slow_host_port_down_and_hca_bw_low(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    slurm = {'SLURM_PROCID': '0', 'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
+    assert lab.run('gpu02', ['hwsim', 'fault', 'port-down', 'mlx5_3'])[0] == 0
+    parsed = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, **slurm)[1])
+    assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 7 * 400 * 0.97 / 8)
+    assert lab.run('gpu01', ['hwsim', 'fault', 'hca-bw-low', 'mlx5_0', '0.5'])[0] == 0
+    parsed = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, **slurm)[1])
+    assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 7.5 * 400 * 0.97 / 8 - 0.5 * 400 * 0.97 / 8)
+    assert lab.run('gpu02', ['hwsim', 'fault', 'nccl-slow', '0.25'])[0] == 0
+    parsed = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, **slurm)[1])
+    assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 460 * 0.25)
+    single = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS)[1])
+    assert close(row_at(single, EIGHT_GB)['oop_busbw'], 460)
+
+
+def test_gpu_missing_fails_like_cuda(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-a100-ib', compute=1)
+    assert lab.run('gpu01', ['hwsim', 'fault', 'gpu-missing', '3'])[0] == 0
+    status, out, _err = run(lab, 'gpu01', ['all_reduce_perf'] + ARGS)
+    assert status == 2
+    assert re.search(r"^gpu01: Test CUDA failure common\.cu:\d+ 'invalid device ordinal'$", out, re.M)
+    assert re.search(r'^ \.\. gpu01 pid \d+: Test failure common\.cu:\d+$', out, re.M)
+    assert parse_nccl_tests(out)['errors']
+    assert run(lab, 'gpu01', ['all_reduce_perf', '-g', '7', '-e', '64M'])[0] == 0
+    status, out, _err = run(lab, 'ctl01', ['all_reduce_perf'])
+    assert status == 2 and "'no CUDA-capable device is detected'" in out
+
+
+def test_options_and_size_errors(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
+    out = run(lab, 'gpu01', ['all_reduce_perf', '-b', '128M', '-e', '128M', '-g', '8', '-n', '50', '-w', '3', '-c', '0',
+                             '-d', 'bfloat16', '-o', 'max'])[1]
+    assert '# nThread 1 nGpus 8 minBytes 134217728 maxBytes 134217728 step: 1048576(bytes) warmup iters: 3 iters: 50 ' in out
+    row = parse_nccl_tests(out)['rows'][0]
+    assert (row['size'], row['count'], row['type'], row['redop']) == (134217728, 67108864, 'bfloat16', 'max')
+    assert row['oop_wrong'] is None and ' N/A' in out
+    status, _out, err = run(lab, 'gpu01', ['all_reduce_perf', '-b', '8X'])
+    assert status == 255 and err == "invalid size specified for 'minbytes'\n"
+    status, _out, err = run(lab, 'gpu01', ['all_reduce_perf', '-b', '1G', '-e', '1M'])
+    assert status == 255 and err.startswith("invalid sizes for 'minbytes' and 'maxbytes'")
+
+
+def _shape(text):
+    """Header lines with numbers, names and host specifics blanked."""
+    lines = []
+    for line in text.splitlines():
+        if not line.startswith('#') or line.startswith('# nccl-tests version') or line.startswith('# Collective test'):
+            continue
+        if line.startswith('#  Rank'):
+            line = re.sub(r'\[[0-9a-f:]+\]', '[BUS]', re.sub(r'Pid +\d+ on +\S+', 'Pid P on H', line))
+        lines.append(re.sub(r'\d+(\.\d+)?', 'N', line).rstrip())
+        if line.startswith('# Avg bus bandwidth'):
+            break  # the capture ends here (older 2.13 builds print no "Collective test concluded")
+    return lines
+
+
+def test_header_structure_matches_the_real_2_13_capture(tmp_path):
+    real = real_fixture('nccl-tests/gcp-a3mega-2node-16xh100-tcpxo-allreduce.txt')
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    ours = run(lab, 'gpu01', ['all_reduce_perf', '-b', '8', '-e', '8G', '-f', '2', '-g', '1'], SLURM_PROCID='0', SLURM_NTASKS='16',
+               SLURM_JOB_NODELIST='gpu[01-02]')[1]
+    assert _shape(ours) == _shape(real)
+    real_table = [line for line in real.splitlines() if line.startswith('#') and 'size' in line or 'out-of-place' in line]
+    our_table = [line for line in ours.splitlines() if line.startswith('#') and 'size' in line or 'out-of-place' in line]
+    assert our_table == real_table
+    real_rows = [line for line in real.splitlines() if not line.startswith('#') and line.strip()]
+    our_rows = [line for line in ours.splitlines() if not line.startswith('#') and line.strip()]
+    assert len(our_rows) == len(real_rows) == 31
+    assert [len(line) for line in our_rows[-3:]] == [len(line) for line in real_rows[-3:]]
+    parsed = parse_nccl_tests(ours)
+    assert parsed['nccl_tests_version'] == '2.13.11' and len(parsed['ranks']) == 16 and parsed['ranks'][8]['host'] == 'gpu02'
