@@ -31,7 +31,7 @@ BANKS = {'Hopper': 2560, 'Ampere': 640}
 
 
 # --------------------------------------------------------------------------
-# --query-gpu fields: name -> (unit, value of a GpuView or None for [N/A])
+# --query-gpu fields: name -> (unit, function of a GpuView or a constant; None is [N/A])
 
 
 def _retired_pending(view):
@@ -58,23 +58,23 @@ QUERY_FIELDS = {
     'gpu_bus_id': ('', lambda view: view.pci_bus_id),
     'pci.domain': ('', lambda view: '0x' + view.pci_bus_id.split(':')[0][-4:]),
     'pci.bus': ('', lambda view: '0x' + view.bus),
-    'pci.device': ('', lambda view: '0x00'),
+    'pci.device': ('', '0x00'),
     'pci.device_id': ('', lambda view: '0x%s10DE' % gpu_views.DEVICE_IDS.get(view.name, '2330').upper()),
     'pci.sub_device_id': ('', lambda view: gpu_views.SUBSYSTEM_IDS.get(view.name, '0x16C110DE')),
     'minor_number': ('', lambda view: str(view.minor)),
     'driver_version': ('', lambda view: view.driver_version),
     'vbios_version': ('', lambda view: gpu_views.VBIOS[view.architecture]),
-    'persistence_mode': ('', lambda view: 'Enabled'),
-    'display_mode': ('', lambda view: 'Disabled'),
-    'display_active': ('', lambda view: 'Disabled'),
-    'pstate': ('', lambda view: 'P0'),
-    'compute_mode': ('', lambda view: 'Default'),
-    'mig.mode.current': ('', lambda view: 'Disabled'),
-    'mig.mode.pending': ('', lambda view: 'Disabled'),
-    'ecc.mode.current': ('', lambda view: 'Enabled'),
-    'ecc.mode.pending': ('', lambda view: 'Enabled'),
-    'ecc.errors.corrected.volatile.total': ('', lambda view: '0'),
-    'ecc.errors.corrected.aggregate.total': ('', lambda view: '0'),
+    'persistence_mode': ('', 'Enabled'),
+    'display_mode': ('', 'Disabled'),
+    'display_active': ('', 'Disabled'),
+    'pstate': ('', 'P0'),
+    'compute_mode': ('', 'Default'),
+    'mig.mode.current': ('', 'Disabled'),
+    'mig.mode.pending': ('', 'Disabled'),
+    'ecc.mode.current': ('', 'Enabled'),
+    'ecc.mode.pending': ('', 'Enabled'),
+    'ecc.errors.corrected.volatile.total': ('', '0'),
+    'ecc.errors.corrected.aggregate.total': ('', '0'),
     'ecc.errors.uncorrected.volatile.total': ('', lambda view: str(view.ecc_volatile_uncorrectable)),
     'ecc.errors.uncorrected.aggregate.total': ('', lambda view: str(view.ecc_volatile_uncorrectable)),
     'ecc.errors.uncorrected.volatile.dram': ('', lambda view: str(view.ecc_volatile_uncorrectable)),
@@ -84,10 +84,10 @@ QUERY_FIELDS = {
     'retired_pages.sbe': ('', _retired_sbe),
     'retired_pages.double_bit.count': ('', _retired_dbe),
     'retired_pages.dbe': ('', _retired_dbe),
-    'remapped_rows.correctable': ('', lambda view: '0'),
+    'remapped_rows.correctable': ('', '0'),
     'remapped_rows.uncorrectable': ('', lambda view: str(view.remapped_uncorrectable)),
     'remapped_rows.pending': ('', lambda view: 'Yes' if view.remap_pending else 'No'),
-    'remapped_rows.failure': ('', lambda view: 'No'),
+    'remapped_rows.failure': ('', 'No'),
     'memory.total': ('MiB', lambda view: str(view.memory_total)),
     'memory.reserved': ('MiB', lambda view: str(gpu_views.RESERVED_MIB)),
     'memory.used': ('MiB', lambda view: str(view.memory_used)),
@@ -100,32 +100,36 @@ QUERY_FIELDS = {
     'power.default_limit': ('W', lambda view: '%.2f' % view.power_limit),
     'power.max_limit': ('W', lambda view: '%.2f' % view.power_limit),
     'utilization.gpu': ('%', lambda view: '100' if view.busy else '0'),
-    'utilization.memory': ('%', lambda view: '0'),
+    'utilization.memory': ('%', '0'),
     'clocks.sm': ('MHz', lambda view: str(view.sm_clock)),
     'clocks.current.sm': ('MHz', lambda view: str(view.sm_clock)),
     'clocks.gr': ('MHz', lambda view: str(view.sm_clock)),
     'clocks.mem': ('MHz', lambda view: str(gpu_views.IDLE['mem_mhz'])),
     'clocks.max.sm': ('MHz', lambda view: str(gpu_views.IDLE['max_sm_mhz'])),
     'clocks.max.mem': ('MHz', lambda view: str(gpu_views.IDLE['mem_mhz'])),
-    'fan.speed': ('%', lambda view: None),
+    'fan.speed': ('%', None),
     'pcie.link.gen.current': ('', lambda view: str(gpu_views.PCIE_GENERATION[view.architecture])),
     'pcie.link.gen.max': ('', lambda view: str(gpu_views.PCIE_GENERATION[view.architecture])),
-    'pcie.link.width.current': ('', lambda view: '16'),
-    'pcie.link.width.max': ('', lambda view: '16'),
+    'pcie.link.width.current': ('', '16'),
+    'pcie.link.width.max': ('', '16'),
 }
 
-# --query-compute-apps fields: name -> (header name, unit, value of (view, pid, name, used))
+# --query-compute-apps fields: name -> (header name, unit, value of (view, pid, name, used) or a constant)
 APP_FIELDS = {
-    'pid': ('pid', '', lambda view, pid, name, used: str(pid)),
-    'process_name': ('process_name', '', lambda view, pid, name, used: name),
-    'name': ('process_name', '', lambda view, pid, name, used: name),
-    'gpu_uuid': ('gpu_uuid', '', lambda view, pid, name, used: view.uuid),
-    'gpu_bus_id': ('gpu_bus_id', '', lambda view, pid, name, used: view.pci_bus_id),
-    'gpu_name': ('gpu_name', '', lambda view, pid, name, used: view.name),
-    'gpu_serial': ('gpu_serial', '', lambda view, pid, name, used: view.serial),
-    'used_memory': ('used_gpu_memory', 'MiB', lambda view, pid, name, used: str(used)),
-    'used_gpu_memory': ('used_gpu_memory', 'MiB', lambda view, pid, name, used: str(used)),
+    'pid': ('pid', '', lambda app: str(app[1])),
+    'process_name': ('process_name', '', lambda app: app[2]),
+    'name': ('process_name', '', lambda app: app[2]),
+    'gpu_uuid': ('gpu_uuid', '', lambda app: app[0].uuid),
+    'gpu_bus_id': ('gpu_bus_id', '', lambda app: app[0].pci_bus_id),
+    'gpu_name': ('gpu_name', '', lambda app: app[0].name),
+    'gpu_serial': ('gpu_serial', '', lambda app: app[0].serial),
+    'used_memory': ('used_gpu_memory', 'MiB', lambda app: str(app[3])),
+    'used_gpu_memory': ('used_gpu_memory', 'MiB', lambda app: str(app[3])),
 }
+
+
+def _evaluate(spec, argument):
+    return spec(argument) if callable(spec) else spec
 
 
 def _csv_cell(value, unit, nounits):
@@ -161,7 +165,7 @@ def query_gpu(ctx, views, fields_text, flags):
     if 'noheader' not in flags:
         ctx.write(_csv_header([(field, QUERY_FIELDS[field][0]) for field in fields]))
     for view in views:
-        cells = [_csv_cell(QUERY_FIELDS[field][1](view), QUERY_FIELDS[field][0], 'nounits' in flags) for field in fields]
+        cells = [_csv_cell(_evaluate(QUERY_FIELDS[field][1], view), QUERY_FIELDS[field][0], 'nounits' in flags) for field in fields]
         ctx.write(', '.join(cells) + '\n')
     return 0
 
@@ -174,7 +178,7 @@ def query_apps(ctx, views, fields_text, flags):
         ctx.write(_csv_header([(APP_FIELDS[field][0], APP_FIELDS[field][1]) for field in fields]))
     for view in views:
         for pid, name, used in view.processes:
-            cells = [_csv_cell(APP_FIELDS[field][2](view, pid, name, used), APP_FIELDS[field][1], 'nounits' in flags) for field in fields]
+            cells = [_csv_cell(_evaluate(APP_FIELDS[field][2], (view, pid, name, used)), APP_FIELDS[field][1], 'nounits' in flags) for field in fields]
             ctx.write(', '.join(cells) + '\n')
     return 0
 
