@@ -2,10 +2,15 @@
 
     lab.py setup                 make this machine able to run the lab (podman settings)
     lab.py image [--force]       build the lab image from lab/image/ (cached by recipe hash)
-    lab.py up [--name N] [--compute N]
-                                 start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml
+    lab.py up [--name N] [--compute N] [--profile P] [--host-profile gpu02=P]
+                                 start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml,
+                                 install the simulated hardware (lab/hwsim/install.yml)
     lab.py down [--name N]       remove every container, network and volume of that lab, nothing else
     lab.py status [--name N]
+    lab.py fault [--name N] HOST KIND [ARGS...]
+                                 inject a simulated hardware fault (lab/hwsim/README.md lists the kinds)
+    lab.py clear [--name N] HOST [KIND]
+                                 clear a host's faults (all, or one kind)
 
 Everything is idempotent: `up` on a running lab changes nothing, `image` with an
 unchanged recipe builds nothing, `setup` twice writes nothing the second time.
@@ -32,6 +37,9 @@ MIRROR = os.environ.get('LAB_MIRROR', 'http://deb.debian.org/debian')
 LABEL = 'aicluster.lab'
 CONTAINERS_CONF = '/etc/containers/containers.conf.d/50-aicluster-lab.conf'
 INVENTORY = os.path.join(REPO, 'inventories', 'lab', 'hosts.yml')
+HWSIM_INSTALL = os.path.join(HERE, 'hwsim', 'install.yml')
+HWSIM_STATE = '/var/lib/hwsim'
+DEFAULT_PROFILE = 'hgx-h100-ib'
 SSH_KEY = os.path.join(STATE, 'ssh', 'id_ed25519')
 # Capabilities beyond podman's defaults: sshd's PAM audit records, ping -M do
 # (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles.
@@ -124,7 +132,15 @@ def cmd_image(args):
         try:
             log('building %s with debootstrap (about 1-2 minutes)' % ref)
             started = time.time()
-            run(['bash', IMAGE_RECIPE, rootfs, SUITE, MIRROR], capture=False)
+            logfile = os.path.join(STATE, 'image-build.log')
+            os.makedirs(STATE, exist_ok=True)
+            with open(logfile, 'w', encoding='utf-8') as handle:
+                built = subprocess.run(['bash', IMAGE_RECIPE, rootfs, SUITE, MIRROR], check=False,
+                                       stdout=handle, stderr=subprocess.STDOUT)
+            if built.returncode != 0:
+                with open(logfile, encoding='utf-8') as handle:
+                    tail = handle.read()[-3000:]
+                sys.exit('lab: the image recipe failed (rc=%d); log %s:\n%s' % (built.returncode, logfile, tail))
             tarball = os.path.join(build, 'rootfs.tar')
             run(['tar', '-C', rootfs, '--numeric-owner', '-cf', tarball, '.'])
             podman('import',
@@ -158,6 +174,19 @@ def network_name(lab):
     return '%s-net' % lab
 
 
+def volume_name(lab):
+    """The simulated hardware's state, shared by every host (iblinkinfo is fabric-wide)."""
+    return '%s-hwsim' % lab
+
+
+def ensure_volume(lab):
+    vol = volume_name(lab)
+    if podman('volume', 'exists', vol, check=False).returncode != 0:
+        podman('volume', 'create', '--label', '%s=%s' % (LABEL, lab), vol)
+        log('created volume %s' % vol)
+    return vol
+
+
 def ensure_ssh_key():
     if not os.path.exists(SSH_KEY):
         os.makedirs(os.path.dirname(SSH_KEY), mode=0o700, exist_ok=True)
@@ -182,17 +211,22 @@ def inspect(name):
     return json.loads(result.stdout)[0]
 
 
-def ensure_container(lab, host, image, net):
+def _mounts_volume(info, vol):
+    return any(mount.get('Name') == vol for mount in info.get('Mounts', []))
+
+
+def ensure_container(lab, host, image, net, vol):
     name = container_name(lab, host)
     info = inspect(name)
-    if info and info['Config']['Image'] != image:
-        log('%s runs an older image; recreating it' % name)
+    if info and (info['Config']['Image'] != image or not _mounts_volume(info, vol)):
+        log('%s was made from an older image or layout; recreating it' % name)
         podman('rm', '-f', '-t', '10', name)
         info = None
     if info is None:
         argv = ['run', '-d', '--name', name, '--hostname', host,
                 '--network', net, '--network-alias', host,
                 '--systemd', 'always', '--runtime', 'runc',
+                '--volume', '%s:%s' % (vol, HWSIM_STATE),
                 '--label', '%s=%s' % (LABEL, lab), '--label', '%s.host=%s' % (LABEL, host)]
         for cap in CAPABILITIES:
             argv += ['--cap-add', cap]
@@ -239,8 +273,13 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts):
-    """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md)."""
+def inventory_text(lab, hosts, profiles=None):
+    """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
+
+    ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
+    not in it have no simulated hardware.
+    """
+    profiles = profiles or {}
     controller = [h for h in hosts if h.startswith('ctl')]
     compute = [h for h in hosts if h.startswith('gpu')]
     groups = {
@@ -265,6 +304,8 @@ def inventory_text(lab, hosts):
     ]
     for host, addr in hosts.items():
         lines += ['    %s:' % host, '      ansible_host: %s' % addr]
+        if profiles.get(host):
+            lines.append('      hwsim_profile: %s' % profiles[host])
     lines.append('  children:')
     for group, members in groups.items():
         lines.append('    %s:' % group)
@@ -296,8 +337,10 @@ def cmd_up(args):
         cmd_image(argparse.Namespace(force=False))
     pubkey = ensure_ssh_key()
     net = ensure_network(args.name)
+    vol = ensure_volume(args.name)
     hosts = host_names(args.compute)
-    names = [ensure_container(args.name, host, image, net) for host in hosts]
+    profiles = host_profiles(hosts, args.profile, args.host_profile)
+    names = [ensure_container(args.name, host, image, net, vol) for host in hosts]
     addresses = {}
     for host, name in zip(hosts, names):
         wait_running(name)
@@ -310,9 +353,40 @@ def cmd_up(args):
         if name not in names:
             podman('rm', '-f', '-t', '10', name)
             log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses)):
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
+    if not args.no_hwsim:
+        install_hwsim(args.inventory)
     log('lab %s is up: %s' % (args.name, ', '.join('%s=%s' % item for item in addresses.items())))
+
+
+def host_profiles(hosts, default, overrides):
+    """host -> hwsim profile: every compute host gets ``default``, HOST=PROFILE pairs override."""
+    profiles = {host: default for host in hosts if host.startswith('gpu')}
+    for pair in overrides or []:
+        host, sep, profile = pair.partition('=')
+        if not sep or host not in profiles:
+            sys.exit('lab: --host-profile wants COMPUTE_HOST=PROFILE with a host of this lab, got %r' % pair)
+        profiles[host] = profile
+    known = {os.path.splitext(f)[0] for f in os.listdir(os.path.join(HERE, 'hwsim', 'profiles'))}
+    unknown = sorted(set(profiles.values()) - known)
+    if unknown:
+        sys.exit('lab: unknown hardware profile %s; known: %s' % (', '.join(unknown), ', '.join(sorted(known))))
+    return profiles
+
+
+def install_hwsim(inventory):
+    """Install the simulated hardware into every lab host (idempotent Ansible play)."""
+    playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
+    if not os.path.exists(playbook):
+        playbook = shutil.which('ansible-playbook') or 'ansible-playbook'
+    started = time.time()
+    result = run([playbook, '-i', inventory, HWSIM_INSTALL], check=False)
+    if result.returncode != 0:
+        sys.exit('lab: installing the simulated hardware failed:\n%s%s' % (result.stdout[-4000:], result.stderr[-2000:]))
+    recap = [line for line in result.stdout.splitlines() if 'changed=' in line]
+    changed = sum(int(line.split('changed=')[1].split()[0]) for line in recap)
+    log('simulated hardware installed (%d changes, %.0f s)' % (changed, time.time() - started))
 
 
 def labelled(kind, lab):
@@ -340,6 +414,16 @@ def cmd_down(args):
         args.name, len(containers), len(networks), len(volumes)))
 
 
+def cmd_fault(args):
+    """Run `hwsim fault|clear` inside the host: its state file is on the shared volume."""
+    argv = ['exec', container_name(args.name, args.host), '/usr/local/bin/hwsim', args.command] + args.rest
+    result = podman(*argv, check=False)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.returncode != 0:
+        sys.exit(result.returncode)
+
+
 def cmd_status(args):
     out = podman('ps', '-a', '--filter', 'label=%s=%s' % (LABEL, args.name),
                  '--format', '{{.Names}}\t{{.Status}}\t{{.Image}}').stdout
@@ -354,13 +438,22 @@ def main():
     image.add_argument('--force', action='store_true', help='rebuild even when the recipe is unchanged')
     image.set_defaults(func=lambda a: print(cmd_image(a)))
     sub.add_parser('image-ref').set_defaults(func=lambda a: print(image_ref()))
-    for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status)):
+    for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status),
+                       ('fault', cmd_fault), ('clear', cmd_fault)):
         cmd = sub.add_parser(name)
         cmd.add_argument('--name', default=os.environ.get('LAB_NAME', 'aic'), help='lab name (default: aic)')
         cmd.add_argument('--inventory', default=INVENTORY)
         if name == 'up':
             cmd.add_argument('--compute', type=int, default=int(os.environ.get('LAB_COMPUTE', '3')),
                              help='number of compute hosts gpu01..gpuNN (default: 3)')
+            cmd.add_argument('--profile', default=os.environ.get('LAB_PROFILE', DEFAULT_PROFILE),
+                             help='simulated hardware of the compute hosts (lab/hwsim/profiles/; default %s)' % DEFAULT_PROFILE)
+            cmd.add_argument('--host-profile', action='append', metavar='HOST=PROFILE',
+                             help='another profile for one compute host (repeatable)')
+            cmd.add_argument('--no-hwsim', action='store_true', help='do not install the simulated hardware')
+        if name in ('fault', 'clear'):
+            cmd.add_argument('host', help='lab host, e.g. gpu02')
+            cmd.add_argument('rest', nargs=argparse.REMAINDER, help='fault kind and arguments')
         cmd.set_defaults(func=func)
     args = parser.parse_args()
     if os.geteuid() != 0:

@@ -9,6 +9,8 @@ rootfs=$1 suite=$2 mirror=$3
 
 packages=systemd,systemd-sysv,dbus,python3,python3-apt,sudo,iproute2,procps,curl,ca-certificates
 packages+=,iputils-ping,less,openssh-server,gnupg
+# python3-yaml: the simulated hardware (lab/hwsim) reads YAML profiles
+packages+=,python3-yaml
 
 debootstrap --variant=minbase --include="$packages" "$suite" "$rootfs" "$mirror"
 

@@ -202,8 +202,10 @@ def test_unknown_command_and_tools_list(tmp_path):
     lab = make_lab(tmp_path, 'hgx-h100-ib')
     status, _out, err = lab.run('gpu01', ['hwsim', 'explode'])
     assert status == 2 and 'ibstat' in err
-    assert lab.ok('gpu01', ['hwsim', 'tools']).split() == sorted(
-        ['ibstat', 'ibstatus', 'iblinkinfo', 'ibdev2netdev', 'show_gids', 'ibv_devinfo', 'mlnx_qos'])
+    tools = lab.ok('gpu01', ['hwsim', 'tools']).split()
+    assert tools == sorted(tools)
+    assert {'ibstat', 'ibstatus', 'iblinkinfo', 'ibdev2netdev', 'show_gids', 'ibv_devinfo', 'mlnx_qos',
+            'nvidia-smi', 'dcgmi', 'dmesg', 'ib_write_bw', 'ib_read_bw', 'ib_write_lat', 'all_reduce_perf'} <= set(tools)
 
 
 def test_host_missing_from_fabric_is_a_simulator_error(tmp_path):

@@ -2,6 +2,7 @@
 import importlib.util
 import os
 
+import pytest
 import yaml
 
 from _paths import REPO
@@ -57,3 +58,21 @@ def test_write_if_changed_is_idempotent(tmp_path):
     mtime = os.stat(path).st_mtime_ns
     assert lab.write_if_changed(path, 'a\n') is False
     assert os.stat(path).st_mtime_ns == mtime
+
+
+def test_compute_hosts_get_the_default_profile_and_overrides():
+    lab = _lab()
+    hosts = lab.host_names(3)
+    profiles = lab.host_profiles(hosts, 'hgx-h100-ib', ['gpu02=hgx-a100-ib'])
+    assert profiles == {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-a100-ib', 'gpu03': 'hgx-h100-ib'}
+    data = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, profiles))
+    assert data['all']['hosts']['gpu01']['hwsim_profile'] == 'hgx-h100-ib'
+    assert 'hwsim_profile' not in data['all']['hosts']['ctl01']
+
+
+@pytest.mark.parametrize('override', ['gpu09=hgx-h100-ib', 'ctl01=hgx-h100-ib', 'gpu01', 'gpu01=no-such-profile'])
+def test_bad_profile_choices_are_refused_by_name(override):
+    lab = _lab()
+    with pytest.raises(SystemExit) as exc:
+        lab.host_profiles(lab.host_names(2), 'hgx-h100-ib', [override])
+    assert 'profile' in str(exc.value)
