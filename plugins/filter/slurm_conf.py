@@ -1,0 +1,89 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that build slurm.conf once for the whole cluster: node records, node and partition lines,
+variable checks, and whether a slurm.conf change needs a restart."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
+    check_slurm_vars,
+    known_nodes,
+    node_group_of,
+    node_record,
+    parse_slurmd_c,
+    restart_reasons,
+    slurm_node_lines,
+    slurm_nodes,
+    slurm_partition_lines,
+    usable_gpus,
+)
+
+
+def _call(name, function, *args, **kwargs):
+    """Run a module_utils function; ParseError/ValueError/TypeError/KeyError become AnsibleFilterError."""
+    try:
+        return function(*args, **kwargs)
+    except (TypeError, ValueError, KeyError) as exc:
+        raise AnsibleFilterError('%s: %s' % (name, exc))
+
+
+def _parse_slurmd_c(text):
+    return _call('parse_slurmd_c', parse_slurmd_c, text)
+
+
+def _slurm_node_record(slurmd_c, gpu_info=None, gpus=None):
+    return _call('slurm_node_record', node_record, slurmd_c, gpu_info=gpu_info or None, gpus=gpus)
+
+
+def _slurm_nodes(names, records, node_groups=None, groups=None, conf_in_service=None, allow_missing=False):
+    known = _call('slurm_nodes', known_nodes, conf_in_service or '')
+    return _call('slurm_nodes', slurm_nodes, names, records, node_groups=node_groups, groups=groups,
+                 known=known, allow_missing=allow_missing)
+
+
+def _slurm_node_group_of(node_groups, host, groups=None):
+    return _call('slurm_node_group_of', node_group_of, node_groups, host, groups)
+
+
+def _slurm_usable_gpus(gpu_info, gpus=None):
+    info = dict(gpu_info or {})
+    info['gpus'] = _call('slurm_usable_gpus', usable_gpus, info, gpus)
+    return info
+
+
+def _slurm_node_lines(nodes, state='UNKNOWN'):
+    return _call('slurm_node_lines', slurm_node_lines, nodes, state=state)
+
+
+def _slurm_partition_lines(partitions, groups, compute_nodes=None):
+    return _call('slurm_partition_lines', slurm_partition_lines, partitions, groups, compute_nodes=compute_nodes)
+
+
+def _slurm_vars_problems(partitions, node_groups, compute_nodes, groups):
+    return _call('slurm_vars_problems', check_slurm_vars, partitions, node_groups, compute_nodes, groups)
+
+
+def _slurm_conf_restart_reasons(old_text, new_text):
+    return _call('slurm_conf_restart_reasons', restart_reasons, old_text or '', new_text)
+
+
+class FilterModule(object):
+    """aicluster.infra slurm.conf filters."""
+
+    def filters(self):
+        return {
+            'parse_slurmd_c': _parse_slurmd_c,
+            'slurm_node_record': _slurm_node_record,
+            'slurm_nodes': _slurm_nodes,
+            'slurm_node_group_of': _slurm_node_group_of,
+            'slurm_usable_gpus': _slurm_usable_gpus,
+            'slurm_node_lines': _slurm_node_lines,
+            'slurm_partition_lines': _slurm_partition_lines,
+            'slurm_vars_problems': _slurm_vars_problems,
+            'slurm_conf_restart_reasons': _slurm_conf_restart_reasons,
+        }

@@ -1,0 +1,190 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""slurm.conf arithmetic: slurmd -C, node records, grouped node lines, partitions, variable checks, restart decisions."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import pytest
+
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
+    check_slurm_vars,
+    known_nodes,
+    node_gres,
+    node_group_of,
+    node_record,
+    parse_slurm_conf,
+    parse_slurmd_c,
+    restart_reasons,
+    slurm_node_lines,
+    slurm_nodes,
+    slurm_partition_lines,
+    usable_gpus,
+)
+
+# slurmd 22.05.8 on a lab host (Debian 12) and on a 2 x 48-core HGX H100 node.
+SLURMD_C_LAB = ('NodeName=probe CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105\n'
+                'UpTime=0-00:33:56\n')
+SLURMD_C_HGX = ('NodeName=gpu001 CPUs=192 Boards=1 SocketsPerBoard=2 CoresPerSocket=48 ThreadsPerCore=2 '
+                'RealMemory=2063937\nUpTime=12-03:14:15\n')
+
+
+def _gpus(count, name='NVIDIA H100 80GB HBM3'):
+    return {'gpus': [{'index': index, 'name': name, 'mig_enabled': False, 'mig_devices': []} for index in range(count)]}
+
+
+def _record(name, memory=2063937, gres='gpu:h100:8'):
+    record = parse_slurmd_c(SLURMD_C_HGX.replace('gpu001', name).replace('2063937', str(memory)))
+    record['Gres'] = gres
+    return record
+
+
+def test_parse_slurmd_c_reads_every_hardware_value_as_int():
+    assert parse_slurmd_c(SLURMD_C_HGX) == {
+        'NodeName': 'gpu001', 'CPUs': 192, 'Boards': 1, 'SocketsPerBoard': 2, 'CoresPerSocket': 48,
+        'ThreadsPerCore': 2, 'RealMemory': 2063937}
+
+
+@pytest.mark.parametrize('text', ['', 'UpTime=1\n', 'NodeName=x CPUs=2\n', 'NodeName=x CPUs=two Boards=1\n', 42],
+                         ids=['empty', 'no-nodename', 'missing-fields', 'not-numeric', 'not-text'])
+def test_parse_slurmd_c_rejects_what_is_not_slurmd_output(text):
+    with pytest.raises(ParseError):
+        parse_slurmd_c(text)
+
+
+def test_node_record_combines_slurmd_c_and_gpus():
+    record = node_record(SLURMD_C_LAB, _gpus(8))
+    assert record['NodeName'] == 'probe' and record['CPUs'] == 2 and record['RealMemory'] == 24105
+    assert record['Gres'] == 'gpu:h100:8'
+    assert node_record(SLURMD_C_LAB)['Gres'] == ''
+
+
+def test_node_gres_counts_types_mig_profiles_and_caps():
+    mixed = {'gpus': _gpus(2)['gpus'] + [{'index': 2, 'name': 'NVIDIA A100-SXM4-80GB'}]}
+    assert node_gres(mixed) == 'gpu:h100:2,gpu:a100:1'
+    mig = {'gpus': [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3', 'mig_enabled': True,
+                     'mig_devices': [{'profile': '1g.10gb'}, {'profile': '1g.10gb'}, {'profile': '3g.40gb'}]}]}
+    assert node_gres(mig) == 'gpu:1g.10gb:2,gpu:3g.40gb:1'
+    assert node_gres(_gpus(8), gpus=4) == 'gpu:h100:4'
+    assert [gpu['index'] for gpu in usable_gpus(_gpus(8), 2)] == [0, 1]
+
+
+def test_more_gpus_declared_than_found_is_refused():
+    with pytest.raises(ValueError, match='8 GPUs declared but 4 found'):
+        node_record(SLURMD_C_LAB, _gpus(4), gpus=8)
+    with pytest.raises(ValueError, match='none found'):
+        node_record(SLURMD_C_LAB, None, gpus=8)
+
+
+def test_identical_hardware_shares_one_compressed_line():
+    names = ['gpu%03d' % index for index in range(1, 129)]
+    table = slurm_nodes(names, [_record(name) for name in names])
+    assert slurm_node_lines(table) == [
+        'NodeName=gpu[001-128] CPUs=192 Boards=1 SocketsPerBoard=2 CoresPerSocket=48 ThreadsPerCore=2 '
+        'RealMemory=2063937 Gres=gpu:h100:8 State=UNKNOWN']
+
+
+def test_different_hardware_features_and_weights_get_their_own_lines_in_name_order():
+    names = ['gpu10', 'gpu2', 'gpu1', 'gpu3', 'cpu1']
+    records = [_record('gpu10', memory=1000000), _record('gpu2'), _record('gpu1'), _record('gpu3'), _record('cpu1', gres='')]
+    groups = [{'name': 'fast', 'nodes': ['gpu[1-2]'], 'features': ['h100', 'ib'], 'weight': 1}]
+    lines = slurm_node_lines(slurm_nodes(names, records, groups, {}))
+    assert [line.split()[0] for line in lines] == ['NodeName=cpu1', 'NodeName=gpu[1-2]', 'NodeName=gpu3', 'NodeName=gpu10']
+    assert 'Feature=h100,ib Weight=1' in lines[1]
+    assert 'Gres=' not in lines[0] and 'Feature' not in lines[2]
+    assert 'RealMemory=1000000' in lines[3]
+
+
+def test_every_node_appears_exactly_once_in_the_lines():
+    names = ['n%04d' % index for index in range(1, 301)]
+    records = [_record(name, memory=1000 + index % 3) for index, name in enumerate(names)]
+    lines = slurm_node_lines(slurm_nodes(names, records))
+    expanded = [name for line in lines for name in hostlist_expand(line.split()[0][len('NodeName='):])]
+    assert sorted(expanded) == sorted(names) and len(lines) == 3
+
+
+def test_nodes_without_facts_come_from_the_conf_in_service_or_are_named():
+    conf = ('NodeName=gpu[01-02] CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 '
+            'Gres=gpu:h100:8 State=UNKNOWN\n')
+    table = slurm_nodes(['gpu01', 'gpu02', 'gpu03'], [None, None, _record('gpu03')], known=known_nodes(conf))
+    assert [node['NodeName'] for node in table] == ['gpu01', 'gpu02', 'gpu03']
+    assert table[0]['Gres'] == 'gpu:h100:8' and table[0]['CPUs'] == 2
+    with pytest.raises(ValueError, match=r'no hardware facts for gpu\[04-05\]'):
+        slurm_nodes(['gpu04', 'gpu05'], [None, None])
+    assert slurm_nodes(['gpu04'], [None], allow_missing=True) == []
+
+
+def test_a_node_given_twice_or_without_hardware_is_refused():
+    with pytest.raises(ValueError, match='given twice'):
+        slurm_node_lines([_record('a'), _record('a')])
+    bad = _record('b')
+    del bad['CPUs']
+    with pytest.raises(ValueError, match='node b has no CPUs'):
+        slurm_node_lines([bad])
+
+
+def test_partition_lines_from_groups_and_hostlists():
+    groups = {'gpu_nodes': ['gpu01', 'gpu02', 'gpu03'], 'debug_nodes': ['gpu03']}
+    partitions = [
+        {'name': 'gpu', 'groups': ['gpu_nodes'], 'default': True, 'max_time': 'INFINITE'},
+        {'name': 'debug', 'nodes': ['gpu03'], 'max_time': '30', 'state': 'UP', 'options': {'MaxNodes': 1, 'Hidden': False}},
+    ]
+    assert slurm_partition_lines(partitions, groups, ['gpu01', 'gpu02', 'gpu03']) == [
+        'PartitionName=gpu Nodes=gpu[01-03] Default=YES MaxTime=INFINITE State=UP',
+        'PartitionName=debug Nodes=gpu03 Default=NO MaxTime=30 State=UP Hidden=NO MaxNodes=1',
+    ]
+
+
+def test_variable_problems_name_the_variable():
+    groups = {'gpu_nodes': ['gpu01', 'gpu02'], 'slurm_compute': ['gpu01', 'gpu02']}
+    problems = check_slurm_vars(
+        [{'name': 'gpu', 'groups': ['gpu_nodes'], 'default': True},
+         {'name': 'big', 'nodes': ['gpu[02-04]'], 'default': True},
+         {'name': 'gpu', 'groups': ['nope']}],
+        [{'name': 'h100', 'nodes': ['gpu[01-02]']}, {'name': 'a100', 'nodes': ['gpu02']}],
+        ['gpu01', 'gpu02'], groups)
+    text = ' | '.join(problems)
+    assert "slurm_partitions[1] (big).nodes: gpu[03-04] not in slurm_compute" in text
+    assert "slurm_partitions[2].name: partition 'gpu' is defined twice" in text
+    assert "slurm_partitions[2] (gpu).groups: no inventory group 'nope'" in text
+    assert 'more than one default partition (gpu, big)' in text
+    assert "slurm_node_groups: gpu02 in both 'h100' and 'a100'" in text
+    assert check_slurm_vars([{'name': 'gpu', 'groups': ['gpu_nodes']}], [], ['gpu01', 'gpu02'], groups) == []
+    assert node_group_of([{'name': 'h100', 'nodes': ['gpu[01-02]']}], 'gpu02', groups)['name'] == 'h100'
+    assert node_group_of([], 'gpu02', groups) is None
+
+
+OLD_CONF = """# managed
+ClusterName=c
+SlurmctldHost=ctl
+SelectType=select/cons_tres
+SchedulerParameters=bf_continue
+NodeName=gpu[01-02] CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 State=UNKNOWN
+PartitionName=gpu Nodes=gpu[01-02] Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+@pytest.mark.parametrize('change, reasons', [
+    (lambda text: text, []),
+    (lambda text: text.replace('MaxTime=INFINITE', 'MaxTime=60'), []),
+    (lambda text: text.replace('bf_continue', 'bf_continue,max_rpc_cnt=150'), []),
+    (lambda text: text.replace('gpu[01-02] CPUs', 'gpu[01-03] CPUs'), ['node definitions']),
+    (lambda text: text.replace('select/cons_tres', 'select/linear'), ['SelectType']),
+    (lambda text: text + 'ProctrackType=proctrack/cgroup\n', ['ProctrackType']),
+], ids=['same', 'partition', 'scheduler-parameters', 'node-added', 'plugin', 'plugin-added'])
+def test_restart_only_where_slurm_needs_it(change, reasons):
+    assert restart_reasons(OLD_CONF, change(OLD_CONF)) == reasons
+
+
+def test_no_old_conf_needs_no_restart_and_conf_parses_back():
+    assert restart_reasons('', OLD_CONF) == []
+    parsed = parse_slurm_conf(OLD_CONF)
+    assert parsed['params']['clustername'] == ['c']
+    assert sorted(parsed['nodes']) == ['gpu01', 'gpu02'] and parsed['nodes']['gpu01']['RealMemory'] == 24105
+    assert list(parsed['partitions']) == ['gpu']
+    with pytest.raises(ParseError):
+        parse_slurm_conf('this is not slurm.conf\n')
