@@ -84,6 +84,7 @@ def verify_perftest_tests(pairs, endpoints, base_port, rails=None):
                     'client_gid_index': hca.get('gid_index'), 'server_gid_index': peer.get('gid_index'),
                     'address': theirs.get('address') or server,
                     'port': ps.server_port(base_port, rail),
+                    'port_hex': '%04X' % ps.server_port(base_port, rail),
                     'line_rate': min(rates) if rates else None,
                 })
         return tests
@@ -103,8 +104,45 @@ def verify_perftest_pair(stdout, test, spec, fraction=0.9, max_latency_us=None, 
                  spec['client_hca'], spec['server_hca'], spec.get('line_rate'), fraction, max_latency_us, round_index)
 
 
+def verify_perftest_pairs(async_results, test, fraction=0.9, max_latency_us=None, round_index=None):
+    """Pair results of every client of a round, from the ``async_status`` results (their ``item.item`` is the test)."""
+    pairs = []
+    for result in async_results or []:
+        spec = (result.get('item') or {}).get('item')
+        if not spec:
+            continue
+        pairs.append(verify_perftest_pair(result.get('stdout', ''), test, spec, fraction, max_latency_us, round_index,
+                                          result.get('rc', 1 if not result.get('finished') else 0),
+                                          result.get('stderr') or result.get('msg') or ''))
+    return pairs
+
+
 def verify_perftest_evaluate(pairs, nodes, test='write_bw', final=True):
+    """Per-node results of one test, or of several (``test`` a list: results merged, unattributed by test)."""
+    if isinstance(test, (list, tuple)):
+        merged, unattributed = {}, {}
+        for name in test:
+            one = _call('verify_perftest_evaluate', vc.evaluate_perftest, pairs, nodes, name, final)
+            for node, results in one['nodes'].items():
+                merged.setdefault(node, []).extend(results)
+            unattributed[name] = one['unattributed']
+        return {'nodes': merged, 'unattributed': unattributed}
     return _call('verify_perftest_evaluate', vc.evaluate_perftest, pairs, nodes, test, final)
+
+
+def verify_perftest_endpoint(ib_info, hcas=None, link_layer=None, address=None):
+    """A node's test endpoint: address, HCA names in rail order, and per rail the HCA, its rate and RoCE GID index."""
+    def build():
+        names = vc.checked_hcas(ib_info, hcas, link_layer)
+        by_name = dict((ca.get('name'), ca) for ca in (ib_info or {}).get('hcas') or [])
+        entries = []
+        for rail, name in enumerate(names):
+            ports = (by_name.get(name) or {}).get('ports') or [{}]
+            port = ports[0]
+            entries.append({'rail': rail, 'name': name, 'rate_gbps': port.get('rate_gbps'),
+                            'gid_index': port.get('roce_v2_gid_index') if port.get('link_layer') == 'Ethernet' else None})
+        return {'address': address, 'names': names, 'hcas': entries}
+    return _call('verify_perftest_endpoint', build)
 
 
 def verify_data_rate(rate):
@@ -222,7 +260,7 @@ def verify_collect(hostvars, nodes, facts=None, raw_facts=None, fleet=None, miss
             per_area.append(per_node)
             raw[node] = dict((key, host.get(name)) for key, name in (raw_facts or {}).items()
                              if hasattr(host, 'get') and host.get(name) is not None)
-            versions[node] = host.get('verify_node_versions') if hasattr(host, 'get') else None
+            versions[node] = host.get('verify_gate_versions') if hasattr(host, 'get') else None
         return vc.collect_nodes(nodes, per_area, raw=raw, versions=versions, missing_message=missing_message)
     return _call('verify_collect', build)
 
@@ -305,7 +343,9 @@ class FilterModule(object):
             'verify_perftest_retest': verify_perftest_retest,
             'verify_perftest_tests': verify_perftest_tests,
             'verify_perftest_pair': verify_perftest_pair,
+            'verify_perftest_pairs': verify_perftest_pairs,
             'verify_perftest_evaluate': verify_perftest_evaluate,
+            'verify_perftest_endpoint': verify_perftest_endpoint,
             'verify_data_rate': verify_data_rate,
             'verify_ports': verify_ports,
             'verify_checked_hcas': verify_checked_hcas,

@@ -175,6 +175,7 @@ def evaluate_ib_fleet(ib_infos, expected):
     """
     checks = expected.get('checks') or ['ib.firmware_uniform', 'ib.ofed_uniform', 'ib.port_rate']
     port_number = int(expected.get('port') or 1)
+    ib_infos = dict((node, info) for node, info in ib_infos.items() if info)
     out = {}
     names = {}
     for node, info in ib_infos.items():
