@@ -1,0 +1,489 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from _synthetic_results import LAB_FAULTS, make_results
+
+from ansible_collections.aicluster.infra.plugins.module_utils import report
+from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+
+LAB = make_results(4, LAB_FAULTS)
+CLEAN = make_results(4)
+
+
+def _rows(doc, **match):
+    return [row for row in report.failing_checks(doc) if all(row[key] == value for key, value in match.items())]
+
+
+# ------------------------------------------------------------------ helpers
+
+@pytest.mark.parametrize('values, expected', [
+    ([3, 1, 2], 2), ([4, 1, 3, 2], 2.5), ([400, 400], 400), ([1.0, 2.0], 1.5), ([], None),
+    ([None, 'x', True, 5], 5), ([float('nan'), 1], 1),
+])
+def test_median(values, expected):
+    assert report.median(values) == expected
+
+
+def test_median_of_even_ints_stays_an_int_when_exact():
+    assert isinstance(report.median([400, 400]), int)
+    assert isinstance(report.median([1, 2]), float)
+
+
+@pytest.mark.parametrize('measured, baseline, expected', [
+    (360.0, 400.0, -0.1), (440, 400, 0.1), (1, 0, None), ('1X', '4X', None), (None, 3, None), (True, 1, None),
+])
+def test_deviation(measured, baseline, expected):
+    assert report.deviation(measured, baseline) == (pytest.approx(expected) if expected is not None else None)
+
+
+@pytest.mark.parametrize('value, unit, text', [
+    (471.25, 'GB/s', '471.25 GB/s'), (0.5, None, '0.5'), (2.0, None, '2'), (1234.56, None, '1234.6'), (400, 'Gb/s', '400 Gb/s'),
+    (None, 'GB/s', '-'), (True, None, 'yes'), ('1X', None, '1X'),
+])
+def test_fmt(value, unit, text):
+    assert report.fmt(value, unit) == text
+
+
+def test_hostlist_falls_back_for_names_slurm_rejects():
+    assert report.hostlist(['gpu02', 'gpu01', 'gpu03']) == 'gpu[01-03]'
+    assert report.hostlist(['a b', 'c']) == 'a b,c'
+    assert report.hostlist([]) == ''
+
+
+# ------------------------------------------------------------------ failing checks and next actions
+
+def test_every_check_id_has_a_next_action_that_formats():
+    assert set(report.NEXT_ACTIONS) == set(vr.CHECKS)
+    for check in vr.CHECKS:
+        result = vr.new_result(check, 'mlx5_1:1', 1, 2, False, 'x', peer='leaf-rail1 port 7', partner='gpu09')
+        text = report.next_action('gpu05', result)
+        assert text and '{' not in text
+
+
+def test_an_unknown_check_falls_back_to_its_message():
+    assert report.next_action('gpu01', {'check': 'future.check', 'message': 'do the thing'}) == 'do the thing'
+
+
+@pytest.mark.parametrize('kind, node, check, subject, action', [
+    ('link_width', 'gpu02', 'fabric.link_width', 'mlx5_3:1', 'reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3'),
+    ('link_width', 'gpu02', 'ib.port_rate', 'mlx5_3:1', 'leaf01-rail3 port 2 / gpu02 mlx5_3'),
+    ('hca_bw_low', 'gpu03', 'perftest.write_bw', 'mlx5_5 -> gpu01 mlx5_5', 'check gpu03 mlx5_5 (fails 3 of its 3 pairs)'),
+    ('nccl_slow', 'gpu04', 'nccl.slow_node', 'node', "compare gpu04's GPU clocks"),
+    ('gpu_ecc', 'gpu03', 'gpu.ecc', 'GPU 6', 'drain gpu03, reset GPU 6'),
+    ('gpu_xid', 'gpu04', 'gpu.xid', 'GPU 2', 'look up Xid 79'),
+    ('dcgm', 'gpu03', 'gpu.dcgm_diag', 'node', 'rerun dcgmi diag -r 3 on gpu03'),
+    ('fw_odd', 'gpu02', 'ib.firmware_uniform', 'node', 'flash the fleet HCA firmware 28.42.1000 on gpu02'),
+])
+def test_each_injected_fault_is_named_on_its_node_with_an_action(kind, node, check, subject, action):
+    rows = _rows(LAB, node=node, check=check, subject=subject)
+    assert len(rows) == 1, kind
+    assert action in rows[0]['action']
+
+
+def test_failing_checks_are_only_the_failures_node_by_node_fleet_last():
+    rows = report.failing_checks(LAB)
+    assert all(row['node'] != 'gpu01' for row in rows)  # gpu01 has no fault of its own
+    assert [row['node'] for row in rows] == sorted((row['node'] for row in rows), key=lambda n: (n == 'fleet', n))
+    fleet = rows[-1]
+    assert fleet['check'] == 'nccl.multi_node_busbw' and fleet['subject'] == 'gpu[01-04]'
+    assert report.failing_checks(make_results(4, [('nccl_slow', 'gpu01', 0)])) != []
+    assert [row['check'] for row in report.failing_checks(CLEAN)] == []
+
+
+def test_failing_checks_carry_the_deviation():
+    row = _rows(LAB, node='gpu04', check='nccl.busbw')[0]
+    assert row['deviation'] == pytest.approx((row['measured'] - 400.0) / 400.0)
+
+
+def test_perftest_suspects_count_failed_and_total_pairs_per_endpoint():
+    suspects = report.perftest_suspects(LAB['perftest']['pairs'])
+    assert suspects[('gpu02', 'mlx5_3')] == [3, 3]
+    assert suspects[('gpu01', 'mlx5_3')] == [1, 3]
+    assert suspects[('gpu01', 'mlx5_0')] == [0, 3]
+
+
+# ------------------------------------------------------------------ charts' data
+
+def test_nccl_chart():
+    chart = report.nccl_chart(LAB)
+    assert [entry['node'] for entry in chart['bars']] == ['gpu01', 'gpu02', 'gpu03', 'gpu04']
+    assert [entry['passed'] for entry in chart['bars']] == [True, True, True, False]
+    assert chart['threshold'] == 400.0 and chart['median'] == LAB['nccl']['fleet_median']
+    assert chart['slow_floor'] == pytest.approx(0.9 * LAB['nccl']['fleet_median'], abs=0.1)
+    assert chart['multi_node']['passed'] is False
+
+
+def test_nccl_chart_from_results_alone_computes_the_median():
+    doc = copy.deepcopy(CLEAN)
+    del doc['nccl']
+    chart = report.nccl_chart(doc)
+    assert chart['median'] == report.median(entry['busbw'] for entry in chart['bars']) and chart['multi_node'] is None
+
+
+def test_heatmap_matrix_small_fleet_is_nodes_by_nodes_both_directions():
+    matrix = report.heatmap_matrix(LAB, 3)
+    assert matrix['labels'] == ['gpu01', 'gpu02', 'gpu03', 'gpu04'] and matrix['block'] == 1
+    assert len(matrix['cells']) == 12  # every ordered pair but the diagonal (all pairs were tested)
+    assert matrix['cells'][(1, 0)]['fraction'] == matrix['cells'][(0, 1)]['fraction'] < 0.3
+    assert matrix['cells'][(0, 2)]['fraction'] > 0.9
+    assert matrix['threshold_fraction'] == pytest.approx(0.9)
+    assert report.perftest_rails(LAB) == list(range(8))
+
+
+def test_heatmap_matrix_large_fleet_is_blocks_holding_their_worst_pair():
+    doc = make_results(100, [('hca_bw_low', 'gpu0057', 2)], max_rounds=4)
+    matrix = report.heatmap_matrix(doc, 2)
+    assert matrix['block'] == 4 and len(matrix['labels']) == 25
+    assert matrix['labels'][0] == 'gpu0001-gpu0004' and matrix['labels'][-1] == 'gpu0097-gpu0100'
+    assert all(0 <= row < 25 and 0 <= col < 25 for row, col in matrix['cells'])
+    faulty = [pair for pair in doc['perftest']['pairs'] if pair['rail'] == 2 and 'gpu0057' in (pair['client'], pair['server'])]
+    assert len(faulty) == 4
+    for pair in faulty:
+        cell = matrix['cells'][((int(pair['client'][3:]) - 1) // 4, (int(pair['server'][3:]) - 1) // 4)]
+        assert cell['fraction'] < 0.8 and 'gpu0057' in (cell['worst']['client'], cell['worst']['server'])
+    assert sum(cell['pairs'] for cell in matrix['cells'].values()) == 2 * len(
+        [pair for pair in doc['perftest']['pairs'] if pair['rail'] == 2])
+    assert report.heatmap_matrix(doc, 5)['cells'] and not report.heatmap_matrix(doc, 99)['cells']
+
+
+def test_hca_bars_median_separates_the_faulty_hca_from_its_partners():
+    bars = report.hca_bars(LAB)
+    by = dict(((entry['node'], entry['hca']), entry) for entry in bars['bars'])
+    assert len(bars['bars']) == bars['total'] == 32
+    assert not by[('gpu02', 'mlx5_3')]['passed'] and by[('gpu02', 'mlx5_3')]['pairs'] == 3
+    assert by[('gpu01', 'mlx5_3')]['passed'] and by[('gpu01', 'mlx5_3')]['worst'] < 100
+    assert bars['threshold'] == 360.0 and bars['line_rate'] == 400.0 and bars['unit'] == 'Gb/s'
+
+
+def test_hca_bars_for_a_large_fleet_are_the_lowest():
+    bars = report.hca_bars(make_results(40, [('hca_bw_low', 'gpu33', 1)], max_rounds=2))
+    assert bars['total'] == 320 and len(bars['bars']) == report.HCA_BARS_WORST
+    assert (bars['bars'][0]['node'], bars['bars'][0]['hca']) == ('gpu33', 'mlx5_1')
+    assert [entry['measured'] for entry in bars['bars']] == sorted(entry['measured'] for entry in bars['bars'])
+
+
+def test_link_table_highlights_degraded_and_down_links():
+    table = report.link_table(make_results(4, [('link_width', 'gpu02', 3), ('port_down', 'gpu01', 0)]))
+    assert table['total'] == 32 and table['bad'] == 2 and table['shown_all']
+    bad = [row for row in table['rows'] if row['bad']]
+    assert sorted(row['node_name'] for row in bad) == ['gpu01 mlx5_0', 'gpu02 mlx5_3']
+    trimmed = report.link_table(make_results(4, [('link_width', 'gpu02', 3)]), limit=10)
+    assert not trimmed['shown_all'] and [row['node_name'] for row in trimmed['rows']] == ['gpu02 mlx5_3']
+    assert trimmed['counts'][0] == (('4X', '106.25', 'Active'), 31)
+
+
+def test_version_matrix_marks_the_odd_ones_out():
+    doc = make_results(5, [('fw_odd', 'gpu02', 0), ('driver_odd', 'gpu04', 0)])
+    matrix = report.version_matrix(doc)
+    by = dict((component['key'], component) for component in matrix['components'])
+    assert by['driver']['majority'] == '550.127.08' and by['driver']['odd'] == ['gpu04']
+    assert by['driver']['values'][1] == {'value': '535.183.01', 'nodes': ['gpu04'], 'hostlist': 'gpu04'}
+    assert by['hca_firmware']['odd'] == ['gpu02']
+    assert matrix['nodes']['gpu02']['hca_firmware'] == '28.42.1000 (mlx5_0 28.39.1002)'
+    assert by['kernel']['odd'] == [] and by['kernel']['count'] == 5
+    assert matrix['odd_nodes'] == ['gpu02', 'gpu04']
+    assert [component['key'] for component in matrix['components']] == [key for key, _label in report.VERSION_COMPONENTS]
+
+
+def test_gpu_health():
+    health = report.gpu_health(LAB)
+    assert health['columns'] == ['ECC', 'row remap', 'NVLink', 'Xid', 'dcgmi diag']
+    rows = dict((row['node'], row) for row in health['rows'])
+    assert not rows['gpu01']['bad'] and rows['gpu01']['cells'][4] == {'state': 'ok', 'text': 'pass (-r 2)'}
+    assert rows['gpu03']['cells'][0] == {'state': 'fail', 'text': 'GPU 6: 2'}
+    assert rows['gpu03']['cells'][4]['text'] == 'node: fail (-r 2)'
+    assert rows['gpu04']['cells'][3] == {'state': 'fail', 'text': 'GPU 2: 79'}
+
+
+def test_gpu_health_of_a_node_without_gpu_results():
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu01']['results'] = [r for r in doc['nodes']['gpu01']['results'] if r['area'] != 'gpu']
+    cells = report.gpu_health(doc)['rows'][0]['cells']
+    assert all(cell == {'state': 'none', 'text': 'not run'} for cell in cells)
+
+
+# ------------------------------------------------------------------ tables of the summary
+
+def test_results_table_baseline_measured_deviation():
+    rows = dict((row['check'], row) for row in report.results_table(LAB))
+    busbw = rows['nccl.busbw']
+    assert busbw['baseline'] == 400.0 and busbw['total'] == 4 and busbw['passed'] == 3
+    assert busbw['worst'] == min(LAB['nccl']['single_node'][n]['busbw'] for n in LAB['nodes'])
+    assert busbw['deviation'] == pytest.approx((busbw['median'] - 400.0) / 400.0)
+    assert rows['fabric.link_width']['numeric'] is False and rows['fabric.link_width']['values'] == [('4X', 31), ('1X', 1)]
+    assert rows['gpu.ecc']['worst'] == 2  # lower is better: the worst is the highest
+    assert rows['nccl.multi_node_busbw']['passed'] == 0
+    assert list(rows)[:2] == ['ib.hca_present', 'ib.port_state']
+
+
+def test_test_plan_lists_tools_and_parameters_per_area():
+    plan = dict((row['area'], row) for row in report.test_plan(LAB))
+    assert list(plan) == ['ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl']
+    assert plan['gpu']['parameters'] == ['dcgm_diag_level=2']
+    assert 'nccl_max_bytes=8G' in plan['nccl']['parameters'] and plan['net']['parameters'] == ['mtu=4092']
+    assert plan['perftest']['checks'] == ['perftest.write_bw'] and 'ib_write_bw' in plan['perftest']['tools']
+
+
+# ------------------------------------------------------------------ comparison
+
+def test_compare_states_fixes_breaks_and_moved_figures():
+    before = make_results(4, [('gpu_ecc', 'gpu01', 0), ('nccl_slow', 'gpu02', 0)])
+    after = make_results(4, [('dcgm', 'gpu03', 0)], seed=2026)
+    comparison = report.compare(before, after, 0.05)
+    states = dict((row['node'], (row['before'], row['after'])) for row in comparison['nodes'])
+    assert states == {'gpu01': ('fail', 'pass'), 'gpu02': ('fail', 'pass'), 'gpu03': ('pass', 'fail')}
+    assert {'node': 'gpu03', 'check': 'gpu.dcgm_diag', 'subject': 'node'} in comparison['broken']
+    assert {'node': 'gpu01', 'check': 'gpu.ecc', 'subject': 'GPU 0'} in comparison['fixed']
+    moved = dict(((item['node'], item['check'], item['subject']), item) for item in comparison['moved'])
+    assert moved[('gpu01', 'gpu.ecc', 'GPU 0')]['change'] == -1.0
+    assert moved[('gpu02', 'nccl.busbw', 'node')]['change'] > 0.2
+    assert ('gpu04', 'nccl.busbw', 'node') not in moved  # jitter stays under 5%
+    assert comparison['threshold'] == 0.05 and comparison['after']['summary']['verdict'] == 'FAIL'
+
+
+def test_compare_from_zero_and_absent_nodes():
+    before = make_results(3)
+    after = make_results(4, [('gpu_ecc', 'gpu01', 1)])
+    comparison = report.compare(before, after)
+    assert {'node': 'gpu04', 'before': 'absent', 'after': 'pass', 'drained_before': False, 'drained_after': False} in \
+        comparison['nodes']
+    item = [item for item in comparison['moved'] if item['check'] == 'gpu.ecc'][0]
+    assert item['change'] is None and item['before'] == 0 and item['after'] == 2
+    assert comparison['moved'][0] is item  # a change from zero sorts first
+
+
+def test_compare_with_itself_changes_nothing():
+    comparison = report.compare(LAB, LAB)
+    assert comparison['nodes'] == comparison['broken'] == comparison['fixed'] == comparison['moved'] == []
+
+
+# ------------------------------------------------------------------ JUnit
+
+# Our own statement of what JUnit consumers (Jenkins, GitLab, GitHub test reporters) need,
+# after the Ant JUnit task's layout: written here, not copied from a published schema.
+JUNIT_XSD = '''<?xml version="1.0" encoding="UTF-8"?>
+<xs:schema xmlns:xs="http://www.w3.org/2001/XMLSchema" elementFormDefault="qualified">
+  <xs:element name="testsuites">
+    <xs:complexType>
+      <xs:sequence><xs:element name="testsuite" minOccurs="0" maxOccurs="unbounded" type="suite"/></xs:sequence>
+      <xs:attribute name="name" type="xs:string"/>
+      <xs:attribute name="tests" type="xs:nonNegativeInteger" use="required"/>
+      <xs:attribute name="failures" type="xs:nonNegativeInteger" use="required"/>
+      <xs:attribute name="errors" type="xs:nonNegativeInteger" use="required"/>
+      <xs:attribute name="time" type="xs:decimal"/>
+    </xs:complexType>
+  </xs:element>
+  <xs:complexType name="suite">
+    <xs:sequence>
+      <xs:element name="properties" minOccurs="0">
+        <xs:complexType><xs:sequence>
+          <xs:element name="property" minOccurs="0" maxOccurs="unbounded">
+            <xs:complexType>
+              <xs:attribute name="name" type="xs:string" use="required"/>
+              <xs:attribute name="value" type="xs:string" use="required"/>
+            </xs:complexType>
+          </xs:element>
+        </xs:sequence></xs:complexType>
+      </xs:element>
+      <xs:element name="testcase" minOccurs="0" maxOccurs="unbounded">
+        <xs:complexType>
+          <xs:choice minOccurs="0">
+            <xs:element name="failure" type="problem"/>
+            <xs:element name="error" type="problem"/>
+            <xs:element name="skipped"/>
+          </xs:choice>
+          <xs:attribute name="name" type="xs:string" use="required"/>
+          <xs:attribute name="classname" type="xs:string" use="required"/>
+          <xs:attribute name="time" type="xs:decimal" use="required"/>
+        </xs:complexType>
+      </xs:element>
+      <xs:element name="system-out" type="xs:string"/>
+      <xs:element name="system-err" type="xs:string"/>
+    </xs:sequence>
+    <xs:attribute name="name" type="xs:token" use="required"/>
+    <xs:attribute name="tests" type="xs:nonNegativeInteger" use="required"/>
+    <xs:attribute name="failures" type="xs:nonNegativeInteger" use="required"/>
+    <xs:attribute name="errors" type="xs:nonNegativeInteger" use="required"/>
+    <xs:attribute name="skipped" type="xs:nonNegativeInteger"/>
+    <xs:attribute name="time" type="xs:decimal" use="required"/>
+    <xs:attribute name="timestamp" type="xs:dateTime" use="required"/>
+    <xs:attribute name="hostname" type="xs:token" use="required"/>
+    <xs:attribute name="id" type="xs:int"/>
+    <xs:attribute name="package" type="xs:token"/>
+  </xs:complexType>
+  <xs:complexType name="problem">
+    <xs:simpleContent>
+      <xs:extension base="xs:string">
+        <xs:attribute name="message" type="xs:string"/>
+        <xs:attribute name="type" type="xs:string" use="required"/>
+      </xs:extension>
+    </xs:simpleContent>
+  </xs:complexType>
+</xs:schema>
+'''
+
+
+def _check_junit_structure(text):
+    """The elements and attributes JUnit consumers require, checked by hand."""
+    root = ET.fromstring(text)
+    assert root.tag == 'testsuites'
+    for attribute in ('tests', 'failures', 'errors'):
+        assert root.get(attribute, '').isdigit(), attribute
+    total = failures = 0
+    for suite in root:
+        assert suite.tag == 'testsuite'
+        for attribute in ('name', 'tests', 'failures', 'errors', 'time', 'timestamp', 'hostname'):
+            assert suite.get(attribute) is not None, attribute
+        assert re.match(r'^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d$', suite.get('timestamp'))
+        children = [child.tag for child in suite]
+        assert children[0] == 'properties' and children[-2:] == ['system-out', 'system-err']
+        cases = suite.findall('testcase')
+        assert set(children[1:-2]) <= {'testcase'}
+        assert int(suite.get('tests')) == len(cases)
+        failed = 0
+        for case in cases:
+            for attribute in ('name', 'classname', 'time'):
+                assert case.get(attribute), attribute
+            assert case.get('classname').startswith(suite.get('name') + '.')
+            problems = list(case)
+            assert len(problems) <= 1 and all(problem.tag == 'failure' and problem.get('type') for problem in problems)
+            failed += len(problems)
+        assert int(suite.get('failures')) == failed
+        total += len(cases)
+        failures += failed
+    assert int(root.get('tests')) == total and int(root.get('failures')) == failures
+    return root
+
+
+def test_junit_one_suite_per_area_one_case_per_node_and_check():
+    root = _check_junit_structure(report.junit_xml(LAB))
+    assert [suite.get('name') for suite in root] == ['ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl']
+    fabric = root.find("testsuite[@name='fabric']")
+    assert len(fabric.findall('testcase')) == 4  # 4 nodes x 1 check, 8 subjects each folded into the case
+    failing = [case for case in root.iter('testcase') if case.find('failure') is not None]
+    names = sorted((case.get('classname'), case.get('name')) for case in failing)
+    assert ('fabric.gpu02', 'fabric.link_width') in names and ('gpu.gpu03', 'gpu.ecc') in names
+    assert ('nccl.fleet', 'nccl.multi_node_busbw') in names
+    failure = root.find("testsuite[@name='fabric']/testcase[@classname='fabric.gpu02']/failure")
+    assert failure.get('message') == 'mlx5_3:1: measured 1X, threshold 4X'
+    assert failure.get('type') == 'fabric.link_width'
+    assert 'next: reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3' in failure.text
+    perftest = root.find("testsuite[@name='perftest']/testcase[@classname='perftest.gpu03']/failure")
+    assert perftest.get('message').endswith('(and 2 more)')
+    props = dict((prop.get('name'), prop.get('value')) for prop in root.find('testsuite/properties'))
+    assert props == {'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain'}
+    assert root.get('time') == '398'
+
+
+def test_junit_escapes_markup_in_messages():
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu01']['results'].append(vr.new_result('gpu.model', 'node', 'H100 <SXM> & "x"', 'H100', False, 'a\nb'))
+    doc['nodes']['gpu01']['passed'] = False
+    doc['summary'] = vr.summarize(doc['nodes'])
+    root = _check_junit_structure(report.junit_xml(doc))
+    failure = root.find(".//testcase[@classname='gpu.gpu01'][@name='gpu.model']/failure")
+    assert 'H100 <SXM> & "x"' in failure.get('message')
+
+
+def test_junit_validates_against_our_schema_with_xmllint(tmp_path):
+    xmllint = shutil.which('xmllint')
+    if xmllint is None:
+        pytest.skip('xmllint not installed (Debian: apt-get install libxml2-utils)')
+    schema = tmp_path / 'junit.xsd'
+    schema.write_text(JUNIT_XSD)
+    for doc in (LAB, CLEAN):
+        path = tmp_path / 'junit.xml'
+        path.write_text(report.junit_xml(doc))
+        run = subprocess.run([xmllint, '--noout', '--schema', str(schema), str(path)], capture_output=True, text=True,
+                             check=False)
+        assert run.returncode == 0, run.stderr
+
+
+# ------------------------------------------------------------------ Markdown and HTML
+
+def test_summary_markdown_sections():
+    text = report.summary_markdown(LAB)
+    headings = re.findall(r'^## (.*)$', text, re.M)
+    assert headings == ['Cluster and hardware inventory', 'Software and firmware versions', 'Test plan', 'Results',
+                        'Failed items and actions', 'Sign-off']
+    assert text.startswith('# Acceptance test report: inventories/lab\n\n**Verdict: FAIL** (1 of 4 nodes passed')
+    assert '- Nodes: 4 (`gpu[01-04]`)' in text and '- GPUs per node: 8 x NVIDIA H100 80GB HBM3' in text
+    assert '| HCA firmware | 28.42.1000 | 3 of 4 | 28.42.1000 (mlx5_0 28.39.1002): `gpu02` |' in text
+    assert re.search(r'^\| `nccl.busbw` \| .* \| 400 GB/s \| median [\d.]+ GB/s, worst [\d.]+ GB/s \| \+[\d.]+% '
+                     r'\(worst -[\d.]+%\) \| 3 of 4 \|$', text, re.M)
+    assert '| gpu02 | `fabric.link_width` | mlx5_3:1 | 1X | 4X | reseat or replace the cable on leaf01-rail3 port 2' in text
+    assert '| Customer representative | | | |' in text
+    for line in text.splitlines():
+        if line.startswith('|'):
+            assert len(re.findall(r'(?<!\\)\|', line)) >= 3
+
+
+def test_summary_markdown_comparison_and_clean_run():
+    text = report.summary_markdown(LAB, report.compare(CLEAN, LAB))
+    assert '## Comparison with the run of 2026-11-29T17:00:03Z' in text and '| gpu02 | pass | fail (drained) |' in text
+    clean = report.summary_markdown(CLEAN)
+    assert '**Verdict: PASS**' in clean and '## Failed items and actions\n\nNone.' in clean
+
+
+def test_html_is_self_contained():
+    text = report.html_report(LAB, report.compare(CLEAN, LAB))
+    assert text.startswith('<!DOCTYPE html>') and text.endswith('</html>\n')
+    assert not re.search(r'(https?:|ftp:|//[a-z]|<script|<link|<img|@import|url\()', text, re.I)
+    for anchor in ('comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu'):
+        assert 'id="%s"' % anchor in text and 'href="#%s"' % anchor in text
+    assert text.count('<svg ') == 8 + 2  # a heatmap per rail, NCCL bars, per-HCA bars
+    assert '<header class="verdict fail"><h1>FAIL</h1>' in text
+    assert 'reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3' in text
+
+
+def test_html_escapes_document_strings():
+    doc = copy.deepcopy(CLEAN)
+    doc['run']['inventory'] = '<script>alert(1)</script>'
+    doc['nodes']['gpu01']['versions']['kernel'] = '6.1 <b>'
+    text = report.html_report(doc)
+    assert '<script>' not in text and '&lt;script&gt;' in text and '6.1 &lt;b&gt;' in text
+    assert '<header class="verdict pass"><h1>PASS</h1>' in text
+
+
+def test_a_node_that_could_not_be_reached_is_reported():
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu05'] = {'passed': False, 'drained': True, 'resumed': False, 'results': [
+        vr.new_result('node.reachable', 'node', 'unreachable', 'reachable', False, 'gpu05: ssh: connect timed out')]}
+    doc['summary'] = vr.summarize(doc['nodes'])
+    assert vr.validate_results(doc) == []
+    outputs = report.build_outputs(doc)
+    assert 'bring gpu05 back (power, BMC console, sshd, network)' in outputs['report.html']
+    assert "classname=\"node.gpu05\"" in outputs['junit.xml']
+    assert '| node | Ansible connection' in outputs['summary.md']
+
+
+def test_build_outputs_is_deterministic_and_respects_formats():
+    first = report.build_outputs(LAB, CLEAN)
+    assert sorted(first) == ['junit.xml', 'report.html', 'summary.md']
+    assert first == report.build_outputs(copy.deepcopy(LAB), copy.deepcopy(CLEAN))
+    assert list(report.build_outputs(LAB, formats=['junit'])) == ['junit.xml']
+
+
+def test_large_fleet_html_stays_bounded():
+    doc = make_results(300, [('link_width', 'gpu0150', 1), ('gpu_ecc', 'gpu0007', 0)], max_rounds=3)
+    text = report.html_report(doc)
+    assert '(blocks of 10 nodes)' in text
+    assert '<p>299 nodes healthy in every column; the 1 others:</p>' in text
+    assert 'Only the degraded and down links are listed.' in text
+    assert 'the 64 lowest of 2400 HCAs' in text
+    assert len(text) < 1500000
+    assert os.path.basename(report.OUTPUT_NAMES['html']) == 'report.html'
