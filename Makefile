@@ -10,8 +10,9 @@ STAMP       := $(VENV)/.installed
 LAB_NAME    ?= aic
 LAB_COMPUTE ?= 3
 SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
-# shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol
-SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client
+# shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol;
+# chromium: the acceptance report is rendered headless in a test; libxml2-utils: xmllint validates junit.xml
+SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client chromium libxml2-utils
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
