@@ -369,3 +369,183 @@ def parse_dcgmi_discovery(text):
     if not gpus and found is None:
         raise ParseError('no dcgmi discovery GPU table found')
     return gpus
+
+
+# --------------------------------------------------------------------------
+# health -c
+
+# Layout (dcgmi/Health.cpp CheckWatches through DcgmiOutputTree(28, 60), DCGM 2.x to 4.x):
+#   +---------------------------+----------------------------------------------------------+
+#   | Health Monitor Report                                                                |
+#   +===========================+==========================================================+
+#   | Overall Health            | Failure                                                  |
+#   | GPU                       |                                                          |
+#   | -> 2                      | Failure                                                  |
+#   |    -> Errors              |                                                          |
+#   |       -> Memory system    | Failure                                                  |
+#   |                           | <message wrapped at 54 characters>                       |
+#   +---------------------------+----------------------------------------------------------+
+# One ``-> <id>`` block per entity with incidents, one ``-> <System> system`` row per watched
+# system with incidents; several incidents of one system share its row, joined by ``, ``.
+# ``-j``: jsoncpp of the same tree, {"header": [...], "body": {"Overall Health": {"value": ...},
+# "GPU": {"children": {"2": {"value": ..., "children": {"Errors": {"children": {"Memory system":
+# {"value": ..., "overflow": [chunks]}}}}}}}}}.
+_HEALTH_HEADER = 'Health Monitor Report'
+_OVERALL_LABEL = 'Overall Health'
+_HEALTH_ROW_RE = re.compile(r'^\|(?P<left>[^|]*)\|(?P<right>.*)\|\s*$')
+_HEALTH_ARROW_RE = re.compile(r'^->\s*(?P<label>.*)$')
+_SYSTEM_SUFFIX_RE = re.compile(r'\s+system$', re.IGNORECASE)
+
+
+def _health_value(value):
+    """``Healthy``/``Warning``/``Failure`` (any case) as healthy/warning/failure; other text lowercased; None if blank."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return ' '.join(value.split()).lower()
+
+
+def _system_name(label):
+    """``PCIe system`` -> ``PCIe``; ``Driver`` and ``Internal error`` as printed."""
+    return _SYSTEM_SUFFIX_RE.sub('', label.strip())
+
+
+def _health_entity(group, entity_id, health):
+    entity = {'id': entity_id, 'health': _health_value(health), 'incidents': []}
+    if group != 'GPU':
+        entity['group'] = group
+    return entity
+
+
+def _entity_id(text):
+    text = text.strip()
+    return int(text) if text.isdigit() else text
+
+
+def _finish_incident(incident, chunks):
+    if incident is not None:
+        incident['message'] = ' '.join(chunk.strip() for chunk in chunks if chunk.strip()) or None
+
+
+def _parse_health_table(lines):
+    """(seen, overall, entities, errors) from the tree layout."""
+    seen = False
+    overall = None
+    entities = []
+    errors = []
+    group = None
+    entity = None
+    incident = None
+    chunks = []
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith('+') and set(line) <= set('+-=| '):
+            continue
+        if line.startswith('|') and line.strip('|').strip() == _HEALTH_HEADER:
+            seen = True
+            continue
+        row = _HEALTH_ROW_RE.match(line)
+        if not row:
+            if _ERROR_LINE_RE.match(line):
+                errors.append(line)
+            continue
+        left, right = row.group('left').strip(), row.group('right').strip()
+        if not seen:
+            continue
+        if left == _OVERALL_LABEL:
+            overall = _health_value(right)
+            continue
+        if not left:
+            if incident is not None:
+                chunks.append(right)
+            continue
+        arrow = _HEALTH_ARROW_RE.match(left)
+        if arrow is None:
+            _finish_incident(incident, chunks)
+            group, entity, incident, chunks = left, None, None, []
+            continue
+        label = arrow.group('label').strip()
+        if label == 'Errors':
+            continue
+        if group is not None and label.isdigit():
+            _finish_incident(incident, chunks)
+            entity = _health_entity(group, _entity_id(label), right)
+            entities.append(entity)
+            incident, chunks = None, []
+            continue
+        if entity is None:
+            continue
+        _finish_incident(incident, chunks)
+        incident = {'system': _system_name(label), 'health': _health_value(right), 'message': None}
+        chunks = []
+        entity['incidents'].append(incident)
+    _finish_incident(incident, chunks)
+    return seen, overall, entities, errors
+
+
+def _node_value(node):
+    return node.get('value') if isinstance(node, dict) and isinstance(node.get('value'), str) else None
+
+
+def _node_children(node):
+    children = node.get('children') if isinstance(node, dict) else None
+    return children if isinstance(children, dict) else {}
+
+
+def _parse_health_json(data):
+    """(overall, entities) of the ``-j`` document, or None when it is not a health report."""
+    header = data.get('header')
+    body = data.get('body')
+    if not isinstance(body, dict) or _OVERALL_LABEL not in body:
+        return None
+    if isinstance(header, list) and header and _HEALTH_HEADER not in header:
+        return None
+    entities = []
+    for group, group_node in body.items():
+        if group == _OVERALL_LABEL:
+            continue
+        for entity_id, entity_node in _node_children(group_node).items():
+            entity = _health_entity(group, _entity_id(entity_id), _node_value(entity_node))
+            for system, system_node in _node_children(_node_children(entity_node).get('Errors')).items():
+                overflow = system_node.get('overflow') if isinstance(system_node, dict) else None
+                chunks = [chunk for chunk in overflow if isinstance(chunk, str)] if isinstance(overflow, list) else []
+                entity['incidents'].append({'system': _system_name(system), 'health': _health_value(_node_value(system_node)),
+                                            'message': ' '.join(chunk.strip() for chunk in chunks if chunk.strip()) or None})
+            entities.append(entity)
+    return _health_value(_node_value(body[_OVERALL_LABEL])), entities
+
+
+def parse_dcgmi_health(text):
+    """Parse ``dcgmi health -c`` (check), as the ``Health Monitor Report`` box or as ``-j`` JSON.
+
+    Returns ``overall`` (``healthy``, ``warning``, ``failure``: DCGM's ``Healthy``/``Warning``/
+    ``Failure`` lowercased; None when no report was printed), ``gpus`` (GPU entities with
+    incidents, in the printed order: ``id`` int, ``health``, ``incidents`` list of ``system``
+    as printed without `` system`` (``PCIe``, ``NVLINK``, ``Memory``, ``InfoROM``, ``Thermal``,
+    ``Power``, ``Driver``, ...), ``health`` and ``message``: the wrapped lines joined by single
+    spaces; DCGM joins several incidents of one system into one row with ``, ``), ``others``
+    (the same for non-GPU entities, e.g. NvSwitch, with ``group``), ``errors`` (dcgmi's own lines,
+    e.g. ``Error: Health watches not enabled. Please enable watches.`` when ``dcgmi health -s``
+    was never run, or the host engine connection errors) and ``format`` (``table``/``json``/None).
+    A healthy report has only the ``Overall Health`` row: ``gpus`` is []. ParseError when the
+    text has neither a report nor an error line.
+    """
+    _check_text(text, 'dcgmi health')
+    found = _find_json(text) if '{' in text else None
+    if found is not None:
+        data, start, end = found
+        parsed = _parse_health_json(data)
+        if parsed is not None:
+            outside = _lines(text[:start]) + _lines(text[end:])
+            overall, entities = parsed
+            return {'overall': overall, 'gpus': [entity for entity in entities if 'group' not in entity],
+                    'others': [entity for entity in entities if 'group' in entity],
+                    'errors': [line.strip() for line in outside if _ERROR_LINE_RE.match(line.strip())], 'format': 'json'}
+    seen, overall, entities, errors = _parse_health_table(_lines(text))
+    if not seen and not errors:
+        raise ParseError('no dcgmi health report or error line found')
+    if seen and overall is None and not entities and not errors:
+        raise ParseError('dcgmi health report without an Overall Health row')
+    return {'overall': overall, 'gpus': [entity for entity in entities if 'group' not in entity],
+            'others': [entity for entity in entities if 'group' in entity], 'errors': errors, 'format': 'table' if seen else None}

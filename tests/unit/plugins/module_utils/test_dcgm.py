@@ -16,7 +16,7 @@ from _fuzz import FUZZ_SETTINGS, texts_from, only_parse_error
 from _paths import fixture_files, own_fixture, read_fixture, real_fixture
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
-from ansible_collections.aicluster.infra.plugins.module_utils.dcgm import parse_dcgmi_diag, parse_dcgmi_discovery
+from ansible_collections.aicluster.infra.plugins.module_utils.dcgm import parse_dcgmi_diag, parse_dcgmi_discovery, parse_dcgmi_health
 
 REAL_JSON = 'dcgmi/diag-r1-json-8gpu-dcgm3.1.0-nulls-warning-prefix.txt'
 TABLE_PASS = 'dcgmi/dcgmi-3.3-8xh100-diag-r2-table-pass-handmade.txt'
@@ -144,4 +144,99 @@ def test_parse_dcgmi_diag_never_raises_anything_but_parse_error(text):
 def test_parse_dcgmi_discovery_never_raises_anything_but_parse_error(text):
     result = only_parse_error(parse_dcgmi_discovery, text)
     if result is not None:
+        json.dumps(result)
+
+
+# --------------------------------------------------------------------------
+# dcgmi health -c
+
+HEALTH_HEALTHY = 'dcgmi/dcgmi-3.3-8xh100-health-healthy-handmade.txt'
+HEALTH_WARNING = 'dcgmi/dcgmi-3.3-8xh100-health-warning-pcie-handmade.txt'
+HEALTH_FAILURE = 'dcgmi/dcgmi-3.3-8xh100-health-failure-ecc-nvlink-handmade.txt'
+HEALTH_FAILURE_JSON = 'dcgmi/dcgmi-3.3-8xh100-health-failure-json-handmade.txt'
+HEALTH_NO_WATCHES = 'dcgmi/dcgmi-3.3-8xh100-health-nowatches-handmade.txt'
+HEALTH_DBE = 'Detected 1 volatile double-bit ECC error(s) in GPU 1. Drain the GPU and reset it or reboot the node.'
+HEALTH_LINKS = ("GPU 5's NvLink link 3 is currently down Check DCGM and system logs for errors. Reset GPU. Restart DCGM. "
+                "Rerun diagnostics., GPU 5's NvLink link 11 is currently down Check DCGM and system logs for errors. "
+                "Reset GPU. Restart DCGM. Rerun diagnostics.")
+
+
+def test_health_healthy():
+    result = parse_dcgmi_health(own_fixture(HEALTH_HEALTHY))
+    assert result == {'overall': 'healthy', 'gpus': [], 'others': [], 'errors': [], 'format': 'table'}
+
+
+def test_health_warning_pcie_replays():
+    result = parse_dcgmi_health(own_fixture(HEALTH_WARNING))
+    assert result['overall'] == 'warning' and result['errors'] == []
+    assert [(gpu['id'], gpu['health']) for gpu in result['gpus']] == [(3, 'warning')]
+    incident = result['gpus'][0]['incidents'][0]
+    assert (incident['system'], incident['health']) == ('PCIe', 'warning')
+    # DCGM drops the full stop where it wraps a line right after a word ("board" / "If")
+    assert incident['message'] == ('Detected more than 31 PCIe replays per minute for GPU 3 : 57 Reconnect PCIe card. Run system side '
+                                   'PCIE diagnostic utilities to verify hops off the GPU board If issue is on the board, run the field '
+                                   'diagnostic.')
+
+
+@pytest.mark.parametrize('path, fmt', [(HEALTH_FAILURE, 'table'), (HEALTH_FAILURE_JSON, 'json')], ids=['table', 'json'])
+def test_health_failure_dbe_and_nvlink(path, fmt):
+    result = parse_dcgmi_health(own_fixture(path))
+    assert result['overall'] == 'failure' and result['format'] == fmt and result['errors'] == [] and result['others'] == []
+    assert result['gpus'] == [
+        {'id': 1, 'health': 'failure', 'incidents': [{'system': 'Memory', 'health': 'failure', 'message': HEALTH_DBE}]},
+        {'id': 5, 'health': 'failure', 'incidents': [{'system': 'NVLINK', 'health': 'failure', 'message': HEALTH_LINKS}]},
+    ]
+    json.dumps(result)
+
+
+def test_health_table_and_json_agree():
+    table = parse_dcgmi_health(own_fixture(HEALTH_FAILURE))
+    document = parse_dcgmi_health(own_fixture(HEALTH_FAILURE_JSON))
+    assert dict(table, format=None) == dict(document, format=None)
+
+
+def test_health_no_watches_is_an_error_not_a_report():
+    result = parse_dcgmi_health(own_fixture(HEALTH_NO_WATCHES))
+    assert result == {'overall': None, 'gpus': [], 'others': [],
+                      'errors': ['Error: Health watches not enabled. Please enable watches.'], 'format': None}
+
+
+def test_health_host_engine_unreachable_and_check_error():
+    text = ('Error: unable to establish a connection to the specified host: localhost\n'
+            'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+    result = parse_dcgmi_health(text)
+    assert result['overall'] is None and len(result['errors']) == 2
+    result = parse_dcgmi_health('Error: Unable to check health watches. Return: The Group is not found\r\n')
+    assert result['errors'] == ['Error: Unable to check health watches. Return: The Group is not found']
+
+
+def test_health_crlf_and_nvswitch_entity():
+    text = own_fixture(HEALTH_WARNING).replace('\n', '\r\n')
+    text = text.replace('+---------------------------+------------------------------------------------------'
+                        '----+\r\n', '', 1)
+    assert parse_dcgmi_health(text)['gpus'][0]['id'] == 3
+    lines = own_fixture(HEALTH_WARNING).splitlines(True)
+    switch = ['| NvSwitch                  | %-56s |\n' % '', '| -> 0                      | %-56s |\n' % 'Failure',
+              '|    -> Errors              | %-56s |\n' % '', '|       -> Internal error   | %-56s |\n' % 'Failure',
+              '|                           | %-56s |\n' % 'Detected 1 fatal error on NvSwitch 0 link 0']
+    result = parse_dcgmi_health(''.join(lines[:-1] + switch + lines[-1:]))
+    assert [gpu['id'] for gpu in result['gpus']] == [3]
+    assert result['others'] == [{'group': 'NvSwitch', 'id': 0, 'health': 'failure', 'incidents': [
+        {'system': 'Internal error', 'health': 'failure', 'message': 'Detected 1 fatal error on NvSwitch 0 link 0'}]}]
+
+
+@pytest.mark.parametrize('text', ['', 'hello\n', '{"body": {}}', own_fixture(DISCOVERY), own_fixture(TABLE_PASS),
+                                  '+----+----+\n| Health Monitor Report |\n+====+====+\n+----+----+\n'],
+                         ids=['empty', 'prose', 'other-json', 'discovery-table', 'diag-table', 'header-only'])
+def test_health_not_health_raises(text):
+    with pytest.raises(ParseError):
+        parse_dcgmi_health(text)
+
+
+@FUZZ_SETTINGS
+@given(texts_from(ALL_TEXTS))
+def test_parse_dcgmi_health_never_raises_anything_but_parse_error(text):
+    result = only_parse_error(parse_dcgmi_health, text)
+    if result is not None:
+        assert result['overall'] in (None, 'healthy', 'warning', 'failure') or isinstance(result['overall'], str)
         json.dumps(result)
