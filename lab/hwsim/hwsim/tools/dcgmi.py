@@ -1,4 +1,4 @@
-"""dcgmi stand-in: ``discovery -l`` and ``diag -r 1|2|3 [-j] [-i IDS]``.
+"""dcgmi stand-in: ``discovery -l``, ``diag -r 1|2|3 [-j] [-i IDS]`` and ``health -s|-c|-f|--clear [-j]``.
 
 The table layouts are DCGM 3.x (``| GPU ID | Device Information |`` boxes;
 the diag box with 27/48-column cells, category rules, ``Pass - All`` /
@@ -6,8 +6,15 @@ the diag box with 27/48-column cells, category rules, ``Pass - All`` /
 jsoncpp styled JSON of DCGM 3.1 (tab indentation, ``"key" : value``, keys
 sorted, ``null`` between the Deployment tests, as the real capture). A
 failed test makes dcgmi exit 226, as DCGM_ST_NVVS_ISOLATE_ERROR (-30) does.
-``dcgmi health`` is not simulated (no real capture of its layout).
+
+``health -s FLAGS | -c [-j] | -f [-j] | --clear``: the layout of dcgmi/Health.cpp (DcgmiOutputTree
+28/60 for the check, 18/70 for the fetch; jsoncpp with ``-j``), the incidents of
+modules/health/DcgmHealthWatch.cpp with the dcgm_errors.h messages and next steps. The watches
+``-s`` sets are kept in the host's state file (``dcgm_health_watches``), as nv-hostengine keeps
+them for the default group until it restarts.
 """
+from collections import OrderedDict
+
 from hwsim import faults as fault_kinds
 from hwsim.tools import gpus as gpu_views
 
@@ -350,8 +357,254 @@ def diag(ctx, model, args):
     return FAILED_STATUS if any(test.failed for test in tests) else 0
 
 
+# --------------------------------------------------------------------------
+# health
+
+HEALTH_WATCHES_KEY = 'dcgm_health_watches'
+# Health systems in DCGM's bit order: (state name, -f label, check row label); PMU and MCU are never shown.
+HEALTH_SYSTEMS = (
+    ('pcie', 'PCIe', 'PCIe system'),
+    ('nvlink', 'NVLINK', 'NVLINK system'),
+    ('memory', 'Memory', 'Memory system'),
+    ('sm', 'SM', 'SM system'),
+    ('inforom', 'InfoROM', 'InfoROM system'),
+    ('thermal', 'Thermal', 'Thermal system'),
+    ('power', 'Power', 'Power system'),
+    ('driver', 'Driver', 'Driver'),
+    ('nvswitch_nonfatal', 'NvSwitch NF', 'Internal error'),
+    ('nvswitch_fatal', 'NvSwitch F', 'Internal error'),
+)
+# -s letters (CommandLineParser ProcessHealthCommandLine): t is thermal and power; a is everything -s can set.
+HEALTH_FLAGS = {
+    'p': ('pcie',), 'm': ('memory',), 'i': ('inforom',), 't': ('thermal', 'power'), 'n': ('nvlink',),
+    'a': ('pcie', 'memory', 'inforom', 'thermal', 'power', 'nvlink', 'nvswitch_nonfatal', 'nvswitch_fatal'),
+}
+HEALTH_NAMES = {0: 'Healthy', 1: 'Warning', 2: 'Failure'}
+HEALTH_WARN, HEALTH_FAIL = 1, 2
+NOT_ENABLED = 'Error: Health watches not enabled. Please enable watches. \n'
+HEALTH_SET = 'Health monitor systems set successfully.\n'
+HEALTH_USAGE = ('Usage: dcgmi health [-g GROUP] (-s <p|m|i|t|n|a> [-u SECONDS] [-m SECONDS] | -c [-j] | -f [-j] | --clear) '
+                '(hwsim: %s)\n')
+# dcgm_errors.h message formats and their next steps, as DcgmError joins them (message, space, next step)
+DBE_DETECTED = 'Detected {count} volatile double-bit ECC error(s) in GPU {gpu}. ' + DBE_NEXT
+PAGES_PENDING = 'A pending retired page has been detected in GPU {gpu}. Monitor - this GPU can still perform workload'
+UNCONTAINED = 'GPU had an uncontained error (XID 95) ' + DBE_NEXT
+LINK_DOWN = "GPU {gpu}'s NvLink link {link} is currently down " + SYSTEM_TRIAGE
+HEALTH_INFO_WIDTH = 54
+
+
+def _health_node(value=None):
+    return {'value': value, 'overflow': [], 'children': OrderedDict()}
+
+
+def _health_child(node, name):
+    if name not in node['children']:
+        node['children'][name] = _health_node()
+    return node['children'][name]
+
+
+def _health_chunks(message):
+    """DCGM's split of an incident text into rows of at most 54 characters: break before the word that
+    does not fit (a word followed by ``.``, ``,`` or ``/`` ends where it stands, the mark is lost)."""
+    text = message.replace('\n', ' ')
+    if len(text) <= HEALTH_INFO_WIDTH:
+        return [text]
+    chunks = []
+    start = end = 0
+    while start < len(text):
+        end += HEALTH_INFO_WIDTH
+        if end >= len(text):
+            end = len(text) - 1
+        elif end != len(text) - 1:
+            while text[end] != ' ' and text[end + 1] not in ' .,/':
+                end -= 1
+            while text[end] == ' ':
+                end -= 1
+        while start < len(text) and text[start] == ' ':
+            start += 1
+        if start >= len(text):
+            break
+        chunks.append(text[start:end + 1])
+        start = end + 2
+    return chunks
+
+
+def health_incidents(model, views, watches):
+    """[(GPU view, system, health, message)] in DCGM's order: per GPU, per system bit, per check."""
+    uncontained = set(fault['args']['gpu'] for fault in fault_kinds.of_kind(model.state['faults'], 'xid') if fault['args']['code'] == 95)
+    found = []
+    for view in views:
+        if 'nvlink' in watches:
+            found.extend((view, 'nvlink', HEALTH_FAIL, LINK_DOWN.format(gpu=view.index, link=number))
+                         for number, up in enumerate(view.links) if not up)
+        if 'memory' in watches:
+            if view.ecc_volatile_uncorrectable:
+                found.append((view, 'memory', HEALTH_FAIL, DBE_DETECTED.format(count=view.ecc_volatile_uncorrectable, gpu=view.index)))
+            if view.ecc_pending:
+                found.append((view, 'memory', HEALTH_WARN, PAGES_PENDING.format(gpu=view.index)))
+            if view.slot in uncontained:
+                found.append((view, 'memory', HEALTH_FAIL, UNCONTAINED))
+    return found
+
+
+def health_report(incidents):
+    """The check's output tree: header, ``Overall Health``, one block per GPU with incidents."""
+    root = _health_node()
+    overall = max([health for _view, _system, health, _message in incidents] or [0])
+    root['children']['Overall Health'] = _health_node(HEALTH_NAMES[overall])
+    labels = dict((name, label) for name, _fetch, label in HEALTH_SYSTEMS)
+    grouped = OrderedDict()
+    for view, system, health, message in incidents:
+        grouped.setdefault(view.index, OrderedDict()).setdefault(system, []).append((health, message))
+    for index, systems in grouped.items():
+        entity = _health_child(_health_child(root, 'GPU'), str(index))
+        errors = _health_child(entity, 'Errors')
+        worst = 0
+        for system, entries in systems.items():
+            node = _health_child(errors, labels[system])
+            system_health = max(health for health, _message in entries)
+            worst = max(worst, system_health)
+            node['value'] = HEALTH_NAMES[system_health]
+            node['overflow'] = _health_chunks(', '.join(message for _health, message in entries))
+        entity['value'] = HEALTH_NAMES[worst]
+    return root
+
+
+def _tree_rows(level, label, node, widths):
+    left_area, right_area = widths[0] - 3, widths[1] - 4
+    indent = ' ' * (level * 3 - 3) + '-> ' if level else ''
+    rows = ['| %s | %s |\n' % ((indent + label).ljust(left_area), (node['value'] or '').ljust(right_area))]
+    rows.extend('| %s | %s |\n' % ((' ' * level * 3).ljust(left_area), chunk.ljust(right_area)) for chunk in node['overflow'])
+    for name, child in node['children'].items():
+        rows.extend(_tree_rows(level + 1, name, child, widths))
+    return rows
+
+
+def render_tree(root, widths, header=None):
+    """DcgmiOutputTree: a rule, the header and an ``=`` rule when there is one, the sections, a rule."""
+    rule = '+%s+%s+\n' % ('-' * (widths[0] - 1), '-' * (widths[1] - 2))
+    out = [rule]
+    if header:
+        out.append('| %s|\n' % header.ljust(widths[0] + widths[1] - 3))
+        out.append(rule.replace('-', '='))
+    for name, child in root['children'].items():
+        out.extend(_tree_rows(0, name, child, widths))
+    out.append(rule)
+    return ''.join(out)
+
+
+def _json_node(node):
+    data = {}
+    if node['value'] is not None:
+        data['value'] = node['value']
+    if node['overflow']:
+        data['overflow'] = list(node['overflow'])
+    if node['children']:
+        data['children'] = dict((name, _json_node(child)) for name, child in node['children'].items())
+    return data
+
+
+def _json_lines(value, indent):
+    """jsoncpp's styled layout (tabs, sorted keys, ``"key" :``); an array of short strings stays on one line."""
+    if isinstance(value, dict):
+        lines = [indent + '{']
+        keys = sorted(value)
+        for position, key in enumerate(keys):
+            comma = ',' if position < len(keys) - 1 else ''
+            item = value[key]
+            if isinstance(item, list) and 4 + 2 * (len(item) - 1) + sum(len(_scalar(entry)) for entry in item) < 74:
+                lines.append('%s\t"%s" : [ %s ]%s' % (indent, key, ', '.join(_scalar(entry) for entry in item), comma))
+            elif isinstance(item, (dict, list)):
+                lines.append('%s\t"%s" :' % (indent, key))
+                nested = _json_lines(item, indent + '\t')
+                nested[-1] += comma
+                lines.extend(nested)
+            else:
+                lines.append('%s\t"%s" : %s%s' % (indent, key, _scalar(item), comma))
+        return lines + [indent + '}']
+    lines = [indent + '[']
+    for position, item in enumerate(value):
+        lines.append(indent + '\t' + _scalar(item) + (',' if position < len(value) - 1 else ''))
+    return lines + [indent + ']']
+
+
+def render_health_json(root, header=None):
+    document = {'body': dict((name, _json_node(child)) for name, child in root['children'].items())}
+    if header:
+        document['header'] = [header]
+    return '\n'.join(_json_lines(document, '')) + '\n'
+
+
+def _parse_health(args):
+    """{'action', 'json', 'flags'} or an error text."""
+    parsed = {'action': None, 'json': False, 'flags': None}
+    actions = {'-c': 'check', '--check': 'check', '-f': 'fetch', '--fetch': 'fetch', '--clear': 'clear'}
+    position = 0
+    while position < len(args):
+        arg = args[position]
+        if arg in ('-j', '--json'):
+            parsed['json'] = True
+        elif arg in actions or arg in ('-s', '--set'):
+            if parsed['action'] is not None:
+                return 'only one of -s, -c, -f, --clear'
+            parsed['action'] = actions.get(arg, 'set')
+            if parsed['action'] == 'set':
+                if position + 1 >= len(args):
+                    return '-s needs flags'
+                parsed['flags'] = args[position + 1]
+                position += 1
+        elif arg in ('-g', '--group', '-u', '--update-interval', '-m', '--max-keep-age', '--host') and position + 1 < len(args):
+            position += 1
+        else:
+            return 'unknown argument %s' % arg
+        position += 1
+    return parsed if parsed['action'] else 'one of -s, -c, -f, --clear is required'
+
+
+def _watches_from_flags(flags):
+    """The systems ``-s FLAGS`` sets, or None for flags dcgmi rejects (unknown, repeated, ``a`` with others, none)."""
+    if not flags or any(flag not in HEALTH_FLAGS for flag in flags) or len(set(flags)) != len(flags) or ('a' in flags and len(flags) > 1):
+        return None
+    chosen = set()
+    for flag in flags:
+        chosen.update(HEALTH_FLAGS[flag])
+    return [name for name, _fetch, _label in HEALTH_SYSTEMS if name in chosen]
+
+
+def health(ctx, model, args):
+    parsed = _parse_health(args)
+    if isinstance(parsed, str):
+        ctx.error(HEALTH_USAGE % parsed)
+        return 2
+    if parsed['action'] in ('set', 'clear'):
+        watches = [] if parsed['action'] == 'clear' else _watches_from_flags(parsed['flags'])
+        if watches is None:
+            ctx.error(HEALTH_USAGE % 'invalid flags detected')
+            return 2
+        data = ctx.load_state()
+        data[HEALTH_WATCHES_KEY] = watches
+        ctx.save_state(data)
+        ctx.write(HEALTH_SET)
+        return 0
+    watches = model.state.get(HEALTH_WATCHES_KEY) or []
+    if parsed['action'] == 'fetch':
+        root = _health_node()
+        for name, label, _check in HEALTH_SYSTEMS:
+            root['children'][label] = _health_node('On' if name in watches else 'Off')
+        ctx.write('Health monitor systems report\n')
+        ctx.write(render_health_json(root) if parsed['json'] else render_tree(root, (18, 70)))
+        return 0
+    if not watches:
+        ctx.write(NOT_ENABLED)
+        return 255
+    root = health_report(health_incidents(model, gpu_views.visible(model), watches))
+    header = 'Health Monitor Report'
+    ctx.write(render_health_json(root, header) if parsed['json'] else render_tree(root, (28, 60), header))
+    return 0
+
+
 def run(ctx, args):
-    """dcgmi discovery -l | dcgmi diag -r N [-j] [-i IDS]."""
+    """dcgmi discovery -l | dcgmi diag -r N [-j] [-i IDS] | dcgmi health -s FLAGS|-c|-f|--clear [-j]."""
     model = ctx.host_model()
     if not gpu_views.has_gpus(model):
         ctx.error(CONNECT_ERROR)
@@ -360,5 +613,8 @@ def run(ctx, args):
         return discovery(ctx, gpu_views.visible(model))
     if args[:1] == ['diag']:
         return diag(ctx, model, args[1:])
-    ctx.error('Usage: dcgmi <discovery -l | diag -r N [-j] [-i IDS]> (hwsim simulates these subcommands only)\n')
+    if args[:1] == ['health']:
+        return health(ctx, model, args[1:])
+    ctx.error('Usage: dcgmi <discovery -l | diag -r N [-j] [-i IDS] | health -s FLAGS|-c|-f|--clear [-j]> '
+              '(hwsim simulates these subcommands only)\n')
     return 2
