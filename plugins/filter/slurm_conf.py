@@ -8,6 +8,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+try:
+    from collections.abc import Mapping
+except ImportError:  # pragma: no cover - Python 2
+    from collections import Mapping
+
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
@@ -40,7 +45,18 @@ def _slurm_node_record(slurmd_c, gpu_info=None, gpus=None):
     return _call('slurm_node_record', node_record, slurmd_c, gpu_info=gpu_info or None, gpus=gpus)
 
 
+def _records_from_hostvars(names, hostvars):
+    """Each name's ``slurm_node`` fact from ``hostvars`` (None where the host has none)."""
+    records = []
+    for name in names:
+        host = hostvars[name] if name in hostvars else {}
+        records.append(host.get('slurm_node') if hasattr(host, 'get') else None)
+    return records
+
+
 def _slurm_nodes(names, records, node_groups=None, groups=None, conf_in_service=None, allow_missing=False):
+    if isinstance(records, Mapping):
+        records = _records_from_hostvars(names, records)
     known = _call('slurm_nodes', known_nodes, conf_in_service or '')
     return _call('slurm_nodes', slurm_nodes, names, records, node_groups=node_groups, groups=groups,
                  known=known, allow_missing=allow_missing)

@@ -69,3 +69,12 @@ def test_errors_become_filter_errors(name, args, message):
         return
     with pytest.raises(AnsibleFilterError, match=message):
         FILTERS[name](*args)
+
+
+def test_slurm_nodes_reads_records_from_hostvars():
+    record = FILTERS['slurm_node_record'](SLURMD_C, GPU_INFO)
+    hostvars = {'gpu01': {'slurm_node': record}, 'gpu02': {}}
+    table = FILTERS['slurm_nodes'](['gpu01', 'gpu02'], hostvars, allow_missing=True)
+    assert [node['NodeName'] for node in table] == ['gpu01']
+    with pytest.raises(AnsibleFilterError, match='no hardware facts for gpu02'):
+        FILTERS['slurm_nodes'](['gpu01', 'gpu02'], hostvars)
