@@ -8,12 +8,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-try:
-    from collections.abc import Mapping
-except ImportError:  # pragma: no cover - Python 2
-    from collections import Mapping
-
 from ansible.errors import AnsibleFilterError
+from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
     check_slurm_vars,
