@@ -151,17 +151,18 @@ def evaluate_ports(ib_info, expected):
             ok = measured is not None and float(measured) == float(rate)
             results.append(new_result(
                 'ib.port_rate', subject, measured, float(rate), ok,
-                '%s port %d rate %s Gb/s%s' % (name, port_number, _fmt(measured), ' as expected' if ok else
-                                              ', expected %s Gb/s; a lower rate is a degraded link (width or speed): '
-                                              'reseat or replace the cable' % _fmt(float(rate))),
+                '%s port %d rate %s Gb/s%s' % (
+                    name, port_number, _fmt(measured), ' as expected' if ok else
+                    ', expected %s Gb/s; a lower rate is a degraded link (width or speed): '
+                    'reseat or replace the cable' % _fmt(float(rate))),
                 unit='Gb/s'))
         if 'ib.link_layer' in checks and link_layer:
             ok = port.get('link_layer') == link_layer
             results.append(new_result(
                 'ib.link_layer', subject, port.get('link_layer'), link_layer, ok,
-                '%s port %d link layer %s%s' % (name, port_number, port.get('link_layer'), '' if ok else
-                                               ', expected %s; set the port type (mlxconfig LINK_TYPE_P1) and reboot'
-                                               % link_layer)))
+                '%s port %d link layer %s%s' % (
+                    name, port_number, port.get('link_layer'), '' if ok else
+                    ', expected %s; set the port type (mlxconfig LINK_TYPE_P1) and reboot' % link_layer)))
     return results
 
 
@@ -282,8 +283,8 @@ def evaluate_fabric(fabric, nodes, expected):
         could_be = link.get('could_be') or ''
         width_bad = lanes < lanes_wanted or 'X' in could_be.replace('Gbps', '')
         speed = link.get('lane_speed_gbps')
-        speed_bad = ('Gbps' in could_be) or (speed_wanted not in (None, '', 0) and speed is not None and
-                                              float(speed) < float(speed_wanted))
+        speed_bad = ('Gbps' in could_be) or (
+            speed_wanted not in (None, '', 0) and speed is not None and float(speed) < float(speed_wanted))
         if not (width_bad or speed_bad):
             continue
         key = (node, hca, node_port) if node else (link.get('node_name'), link.get('port'))
@@ -310,8 +311,8 @@ def evaluate_fabric(fabric, nodes, expected):
             problems.setdefault(node, []).append(new_result(
                 'fabric.link_speed', subject, speed, threshold, False,
                 '%s port %s runs at %s Gb/s per lane, below full speed (%s; peer %s); check cable type and length, '
-                'and the port speed settings on both ends' % (hca, node_port, _fmt(speed), could_be or 'expected %s' %
-                                                               _fmt(float(speed_wanted)), peer),
+                'and the port speed settings on both ends' % (
+                    hca, node_port, _fmt(speed), could_be or 'expected %s' % _fmt(float(speed_wanted)), peer),
                 unit='Gb/s', peer=peer))
     out = {}
     for node, hcas in nodes.items():
@@ -440,7 +441,7 @@ def evaluate_perftest(pairs, nodes, test='write_bw', final=True):
                 if test != 'write_lat' else max(mine, key=lambda p: p['measured'] or 0)
             unit = worst.get('unit')
             if (node, rail) in faulty:
-                shown = sorted(failed, key=lambda p: partner(p))
+                shown = sorted(failed, key=partner)
                 results.append(new_result(
                     check, '%s -> %s' % (hca, ', '.join(desc(p) for p in shown)), worst['measured'], worst['threshold'],
                     False, '%s failed %s with %d different partners (%s), threshold %s %s; the fault is on this node: '
@@ -618,9 +619,10 @@ def evaluate_gpus(gpu_info, expected, nvlink=None, nvlink_errors=None, dcgm=None
             want = int(per_gpu) if per_gpu not in (None, '') else most
             ok = len(up) >= want
             results.append(new_result('gpu.nvlink', label, len(up), want, ok,
-                                      '%s NVLinks up: %d of %d%s' % (label, len(up), want, '' if ok else
-                                                                      ' (down: %s); check the NVSwitch/fabric manager, '
-                                                                      'reset the GPU, else RMA' % ', '.join(down))))
+                                      '%s NVLinks up: %d of %d%s' % (
+                                          label, len(up), want, '' if ok else
+                                          ' (down: %s); check the NVSwitch/fabric manager, reset the GPU, else RMA'
+                                          % ', '.join(down))))
         for line in nvlink.get('errors') or []:
             results.append(new_result('gpu.nvlink', 'node', line, 'no error', False, 'nvidia-smi nvlink -s: %s' % line))
     if 'gpu.nvlink_errors' in checks and nvlink_errors is not None:
