@@ -67,9 +67,15 @@ lab-status:
 demo: lab-up ## bring up the lab and run playbooks/site.yml against it
 	@run=artifacts/demo-$$(date -u +%Y%m%dT%H%M%SZ); mkdir -p $$run; \
 	echo "demo: ansible-playbook -i inventories/lab playbooks/site.yml (log: $$run/ansible.log)"; \
-	set +e; ANSIBLE_LOG_PATH=$$run/ansible.log ansible-playbook -i inventories/lab playbooks/site.yml > $$run/output.txt 2>&1; rc=$$?; set -e; \
+	set +e; ANSIBLE_LOG_PATH=$$run/ansible.log ansible-playbook -i inventories/lab playbooks/site.yml \
+	  -e verify_gate_artifacts_dir=$(CURDIR)/$$run > $$run/output.txt 2>&1; rc=$$?; set -e; \
 	sed -n '/^PLAY RECAP/,$$p' $$run/output.txt; \
 	echo "demo: full output $$run/output.txt, log $$run/ansible.log"; \
+	results=$$(ls -1d $$run/verify-*/ 2>/dev/null | tail -1); \
+	if [ -n "$$results" ]; then \
+	  echo "demo: verification results $${results}results.json"; \
+	  echo "demo: acceptance report $${results}report.html (junit.xml and summary.md next to it)"; \
+	fi; \
 	ln -sfn $$(basename $$run) artifacts/demo-latest; \
 	exit $$rc
 
