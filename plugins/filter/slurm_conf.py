@@ -13,6 +13,7 @@ from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
     check_slurm_vars,
+    gpu_info_for_node,
     known_nodes,
     node_group_of,
     node_record,
@@ -21,7 +22,6 @@ from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import 
     slurm_node_lines,
     slurm_nodes,
     slurm_partition_lines,
-    usable_gpus,
 )
 
 
@@ -62,10 +62,8 @@ def _slurm_node_group_of(node_groups, host, groups=None):
     return _call('slurm_node_group_of', node_group_of, node_groups, host, groups)
 
 
-def _slurm_usable_gpus(gpu_info, gpus=None):
-    info = dict(gpu_info or {})
-    info['gpus'] = _call('slurm_usable_gpus', usable_gpus, info, gpus)
-    return info
+def _slurm_usable_gpus(gpu_info, gpus=None, cpus=None):
+    return _call('slurm_usable_gpus', gpu_info_for_node, gpu_info, gpus, cpus)
 
 
 def _slurm_node_lines(nodes, state='UNKNOWN'):

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import gpu_type_name
+from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import cpulist_parse, gpu_type_name
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_expand, hostlist_sort_key
 
@@ -115,6 +115,31 @@ def usable_gpus(gpu_info, gpus=None):
     if gpus > len(found):
         raise ValueError('%d GPUs declared but %d found' % (gpus, len(found)))
     return found[:gpus]
+
+
+def gpu_info_for_node(gpu_info, gpus=None, cpus=None):
+    """gpu_info facts cut to the GPUs Slurm offers (usable_gpus()), for gres.conf.
+
+    With ``cpus`` (the node's CPU count from ``slurmd -C``), a CPU affinity naming CPUs the node does not
+    have is dropped from every GPU (slurmd rejects such ``Cores=`` as invalid GRES data) and the result
+    carries ``affinity_dropped: True``; this happens when nvidia-smi and the kernel disagree, or on
+    simulated hardware.
+    """
+    info = dict(gpu_info or {})
+    selected = [dict(gpu) for gpu in usable_gpus(info, gpus)]
+    info['affinity_dropped'] = False
+    if cpus is not None:
+        limit = int(cpus)
+        for gpu in selected:
+            listed = gpu.get('cpus') or cpulist_parse(gpu.get('cpu_affinity'))
+            if any(int(cpu) >= limit for cpu in listed):
+                info['affinity_dropped'] = True
+        if info['affinity_dropped']:
+            for gpu in selected:
+                gpu['cpus'] = []
+                gpu['cpu_affinity'] = None
+    info['gpus'] = selected
+    return info
 
 
 def node_gres(gpu_info, gpus=None):

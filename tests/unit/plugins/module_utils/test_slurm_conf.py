@@ -13,6 +13,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.errors import Pars
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
     check_slurm_vars,
+    gpu_info_for_node,
     known_nodes,
     node_gres,
     node_group_of,
@@ -188,3 +189,12 @@ def test_no_old_conf_needs_no_restart_and_conf_parses_back():
     assert list(parsed['partitions']) == ['gpu']
     with pytest.raises(ParseError):
         parse_slurm_conf('this is not slurm.conf\n')
+
+
+def test_affinity_the_node_does_not_have_is_dropped():
+    info = {'gpus': [{'index': index, 'name': 'NVIDIA H100 80GB HBM3', 'cpu_affinity': '0-55,112-167'} for index in range(2)]}
+    kept = gpu_info_for_node(info, cpus=224)
+    assert not kept['affinity_dropped'] and kept['gpus'][0]['cpu_affinity'] == '0-55,112-167'
+    dropped = gpu_info_for_node(info, gpus=1, cpus=2)
+    assert dropped['affinity_dropped'] and len(dropped['gpus']) == 1 and dropped['gpus'][0]['cpu_affinity'] is None
+    assert info['gpus'][0]['cpu_affinity'] == '0-55,112-167'
