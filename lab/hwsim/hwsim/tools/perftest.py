@@ -203,8 +203,8 @@ def address_lines(side, dest, verb):
     """ctx_print_pingpong_data() for every QP of one side."""
     lines = []
     for qp in dest['qps']:
-        line = ' %s address: LID %s QPN %s PSN %s' % (side, _c_alt_hex(dest['lid'], 4), _c_alt_hex(qp['qpn'], 6),
-                                                       _c_alt_hex(qp['psn'], 6))
+        line = ' %s address: LID %s QPN %s PSN %s' % (
+            side, _c_alt_hex(dest['lid'], 4), _c_alt_hex(qp['qpn'], 6), _c_alt_hex(qp['psn'], 6))
         if verb == 'read':
             line += ' OUT %s' % _c_alt_hex(16, 4)
         if verb != 'send':
