@@ -2,8 +2,10 @@
 
     <tool> ARGS                      run a stand-in (argv[0] is a link named after it)
     hwsim <tool> ARGS                the same, without a link
-    hwsim fault KIND ARGS            inject a fault on this host
-    hwsim clear [KIND [TARGET]]      remove faults (all, of a kind, of a kind on one target)
+    hwsim fault [HOST] KIND ARGS     inject a fault on this host, or on another lab host
+                                     (the state directory is shared by the lab)
+    hwsim clear [HOST] [KIND [TARGET]]
+                                     remove faults (all, of a kind, of a kind on one target)
     hwsim show                       print this host's state as JSON
     hwsim tools                      list the tool names (the lab links each to bin/hwsim)
     hwsim build-fabric OUT HOST=PROFILE ...
@@ -30,7 +32,21 @@ def _hca_names(ctx):
         return None
 
 
+def _retarget(ctx, args):
+    """``hwsim fault gpu02 KIND ...``: act on another host of the fabric (its state file is shared)."""
+    if args and args[0] not in fault_kinds.KINDS:
+        try:
+            known = args[0] in ctx.fabric['hosts']
+        except SIM_ERRORS:
+            known = False
+        if known:
+            ctx.host = args[0]
+            return args[1:]
+    return args
+
+
 def cmd_fault(ctx, args):
+    args = _retarget(ctx, args)
     if not args:
         ctx.error('usage: hwsim fault KIND ARGS; allowed kinds: %s\n' % fault_kinds.allowed_text())
         return 2
@@ -46,6 +62,7 @@ def cmd_fault(ctx, args):
 
 
 def cmd_clear(ctx, args):
+    args = _retarget(ctx, args)
     if len(args) > 2:
         ctx.error('usage: hwsim clear [KIND [TARGET]]\n')
         return 2

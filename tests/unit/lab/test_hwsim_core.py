@@ -232,3 +232,15 @@ def test_busybox_link_and_build_fabric_command(tmp_path):
 def test_lab_class_builds_from_explicit_indexes(tmp_path):
     lab = Lab(tmp_path, [('gpu07', 'hgx-h100-ib', 7)])
     assert lab.fabric['hosts']['gpu07']['hcas']['mlx5_0']['lid'] == 701
+
+
+def test_fault_and_clear_name_another_host_of_the_lab(tmp_path):
+    """`hwsim fault HOST KIND ARGS` from any host: the state directory is shared by the lab."""
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    assert lab.run('gpu01', ['hwsim', 'fault', 'gpu02', 'port-down', 'mlx5_0'])[0] == 0
+    assert 'port-down' in lab.ok('gpu02', ['hwsim', 'show'])
+    assert 'port-down' not in lab.ok('gpu01', ['hwsim', 'show'])
+    status, _out, err = lab.run('gpu01', ['hwsim', 'fault', 'gpu99', 'port-down', 'mlx5_0'])
+    assert status == 2 and 'allowed kinds' in err
+    assert lab.run('gpu01', ['hwsim', 'clear', 'gpu02'])[0] == 0
+    assert 'port-down' not in lab.ok('gpu02', ['hwsim', 'show'])
