@@ -4,6 +4,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 
 import pytest
 import yaml
@@ -22,7 +23,10 @@ def _lab_module():
 
 def _inventory(path):
     env = {k: v for k, v in os.environ.items() if k != 'ANSIBLE_CONFIG'}
-    out = subprocess.run(['ansible-inventory', '-i', path, '--list'], check=True, capture_output=True, text=True,
+    # Next to this interpreter when run from the venv without activating it, else from PATH.
+    tool = os.path.join(os.path.dirname(sys.executable), 'ansible-inventory')
+    tool = tool if os.path.exists(tool) else 'ansible-inventory'
+    out = subprocess.run([tool, '-i', path, '--list'], check=True, capture_output=True, text=True,
                          env=env, cwd=os.path.dirname(path)).stdout
     return json.loads(out)
 
