@@ -232,8 +232,8 @@ def verify_nccl(stdout, threshold, median=None, slow_fraction=0.1, large_bytes=1
     return _call('verify_nccl', vc.evaluate_nccl, _nccl(stdout), threshold, median, slow_fraction, large_bytes, model, checks)
 
 
-def verify_nccl_multi_node(stdout, threshold, nodes, large_bytes=1 << 30):
-    return _call('verify_nccl_multi_node', vc.evaluate_nccl_multi_node, _nccl(stdout), threshold, nodes, large_bytes)
+def verify_nccl_multi_node(stdout, threshold, nodes, large_bytes=1 << 30, launch_error=None):
+    return _call('verify_nccl_multi_node', vc.evaluate_nccl_multi_node, _nccl(stdout), threshold, nodes, large_bytes, launch_error)
 
 
 # results document and gate ----------------------------------------------

@@ -795,9 +795,15 @@ def evaluate_nccl(parsed, threshold, median=None, slow_fraction=0.1, large_bytes
     return results
 
 
-def evaluate_nccl_multi_node(parsed, threshold, nodes, large_bytes=1 << 30):
-    """nccl.multi_node_busbw for every node of a multi-node run: node -> [result], and the figures."""
+def evaluate_nccl_multi_node(parsed, threshold, nodes, large_bytes=1 << 30, launch_error=None):
+    """nccl.multi_node_busbw for every node of a multi-node run: node -> [result], and the figures.
+
+    ``launch_error``: why the launcher (srun, mpirun) gave no result, e.g. its
+    last stderr line; it comes first among the errors, so the message says why.
+    """
     busbw, wrong, errors = nccl_measure(parsed, large_bytes)
+    if launch_error:
+        errors = [launch_error] + errors
     ok = busbw is not None and threshold is not None and busbw >= float(threshold) and wrong == 0 and not errors
     message = '%d-node all_reduce busbw %s GB/s %s %s GB/s%s' % (
         len(nodes), _fmt(busbw) if busbw is not None else 'none', '>=' if ok else 'vs',

@@ -438,3 +438,13 @@ def test_collected_nodes_validate_in_a_document():
                                             ('IDLE', False), ('DOWN', False), (None, False)])
 def test_is_drained(state, drained):
     assert vc.is_drained(state) is drained
+
+
+def test_nccl_multi_node_launch_error_comes_first():
+    out = vc.evaluate_nccl_multi_node({}, 300.0, ['a', 'b'], 1 << 24,
+                                      'srun exited 1: srun: error: Unable to allocate resources: Requested node configuration is not available')
+    result = out['nodes']['a'][0]
+    assert result['passed'] is False and result['measured'] is None
+    assert 'Requested node configuration is not available' in result['message']
+    assert out['summary']['errors'][0].startswith('srun exited 1: ')
+    assert vc.evaluate_nccl_multi_node({}, 300.0, ['a'], 1 << 24)['summary']['errors'] == []
