@@ -71,7 +71,7 @@ demo: lab-up ## bring up the lab and run playbooks/site.yml against it
 	  -e verify_gate_artifacts_dir=$(CURDIR)/$$run > $$run/output.txt 2>&1; rc=$$?; set -e; \
 	sed -n '/^PLAY RECAP/,$$p' $$run/output.txt; \
 	echo "demo: full output $$run/output.txt, log $$run/ansible.log"; \
-	results=$$(ls -1d $$run/verify-*/ 2>/dev/null | tail -1); \
+	results=$$(ls -1d $$run/verify-*/ 2>/dev/null | tail -1 || true); \
 	if [ -n "$$results" ]; then \
 	  echo "demo: verification results $${results}results.json"; \
 	  echo "demo: acceptance report $${results}report.html (junit.xml and summary.md next to it)"; \
