@@ -363,8 +363,15 @@ def nccl_chart(doc):
 
 
 def link_table(doc, limit=LINK_ROWS):
-    """Fabric links: all of them up to ``limit``, else only the bad ones, plus counts per (width, speed, state)."""
-    links = list((doc.get('fabric') or {}).get('links') or [])
+    """Fabric links: all of them up to ``limit``, else only the bad ones, plus counts per (width, speed, state).
+
+    Switch ports that are down with nothing at the other end are unused ports, not
+    links: iblinkinfo prints every port of a 64-port leaf. They are counted apart
+    (``unused``); an unplugged cable looks the same from the switch, and the
+    node-side port checks (ib.port_state) are what catch it.
+    """
+    every = list((doc.get('fabric') or {}).get('links') or [])
+    links = [link for link in every if not _unused_switch_port(link)]
     degraded_ids = set(id(link) for link in (doc.get('fabric') or {}).get('degraded') or [])
 
     def bad(link):
@@ -384,7 +391,13 @@ def link_table(doc, limit=LINK_ROWS):
         rows = [dict(link, bad=True) for link in doc['fabric']['degraded']]
         degraded = list(doc['fabric']['degraded'])
     return {'rows': rows, 'total': len(links), 'bad': len(degraded), 'shown_all': shown_all,
+            'unused': len(every) - len(links),
             'counts': sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
+
+
+def _unused_switch_port(link):
+    return (link.get('node_type') == 'Switch' and link.get('state') != 'Active'
+            and not link.get('peer_name') and link.get('peer_lid') is None)
 
 
 def _version_value(versions, key):
@@ -970,8 +983,10 @@ def _section_perftest(doc):
 def _section_fabric(doc):
     table = link_table(doc)
     out = ['<h2 id="fabric">Fabric links</h2>',
-           '<p>%d links, <b>%d degraded or down</b>.%s</p>' % (
-               table['total'], table['bad'], '' if table['shown_all'] else ' Only the degraded and down links are listed.')]
+           '<p>%d links, <b>%d degraded or down</b>%s.%s</p>' % (
+               table['total'], table['bad'],
+               ' (%d unused switch ports not counted)' % table['unused'] if table['unused'] else '',
+               '' if table['shown_all'] else ' Only the degraded and down links are listed.')]
     if table['counts']:
         out.append('<p class="note">By width / lane speed (Gb/s) / state: %s</p>' % _e('; '.join(
             '%s %s %s: %d' % (key[0], key[1], key[2], count) for key, count in table['counts'])))

@@ -487,3 +487,13 @@ def test_large_fleet_html_stays_bounded():
     assert 'the 64 lowest of 2400 HCAs' in text
     assert len(text) < 1500000
     assert os.path.basename(report.OUTPUT_NAMES['html']) == 'report.html'
+
+
+def test_unused_switch_ports_are_not_links():
+    doc = make_results(2, [('link_width', 'gpu02', 3)])
+    doc['fabric']['links'].append({'node_type': 'Switch', 'node_name': 'MF0;leaf-rail0:MQM9790/U1', 'port': 40,
+                                   'width': None, 'lane_speed_gbps': None, 'state': 'Down', 'physical_state': 'Polling',
+                                   'peer_lid': None, 'peer_port': None, 'peer_name': None, 'could_be': None, 'degraded': False})
+    table = report.link_table(doc)
+    assert table['unused'] == 1 and table['total'] == 16 and table['bad'] == 1
+    assert 'MF0;leaf-rail0:MQM9790/U1' not in [row['node_name'] for row in table['rows']]
