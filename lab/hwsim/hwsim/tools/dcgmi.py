@@ -222,31 +222,6 @@ def _scalar(value):
     return '"%s"' % str(value).replace('\\', '\\\\').replace('"', '\\"')
 
 
-def _styled(value, indent):
-    """Lines of ``value`` in jsoncpp's styled layout."""
-    if isinstance(value, dict):
-        lines = [indent + '{']
-        keys = sorted(value)
-        for position, key in enumerate(keys):
-            comma = ',' if position < len(keys) - 1 else ''
-            item = value[key]
-            if isinstance(item, (dict, list)):
-                lines.append('%s\t"%s" :' % (indent, key))
-                nested = _styled(item, indent + '\t')
-                nested[-1] += comma
-                lines.extend(nested)
-            else:
-                lines.append('%s\t"%s" : %s%s' % (indent, key, _scalar(item), comma))
-        return lines + [indent + '}']
-    lines = [indent + '[']
-    for position, item in enumerate(value):
-        nested = _styled(item, indent + '\t') if isinstance(item, (dict, list)) else [indent + '\t' + _scalar(item)]
-        if position < len(value) - 1:
-            nested[-1] += ','
-        lines.extend(nested)
-    return lines + [indent + ']']
-
-
 def _json_result(gpu_ids, status, warning):
     result = {'gpu_ids': gpu_ids, 'status': status}
     if warning:
@@ -274,7 +249,7 @@ def render_json(tests):
             entries.append(None)
         entries.append(_json_test(test))
     document = {'DCGM GPU Diagnostic': {'test_categories': categories, 'version': DCGM_VERSION}}
-    return '\n'.join(_styled(document, '')) + '\n'
+    return '\n'.join(_json_lines(document, '')) + '\n'
 
 
 # --------------------------------------------------------------------------
@@ -505,14 +480,19 @@ def _json_node(node):
 
 
 def _json_lines(value, indent):
-    """jsoncpp's styled layout (tabs, sorted keys, ``"key" :``); an array of short strings stays on one line."""
+    """jsoncpp's styled layout (tabs, sorted keys, ``"key" :``), for diag -j and health -j alike.
+
+    As jsoncpp's StyledWriter does, an array of scalars short enough for its right
+    margin (74) stays on one line.
+    """
     if isinstance(value, dict):
         lines = [indent + '{']
         keys = sorted(value)
         for position, key in enumerate(keys):
             comma = ',' if position < len(keys) - 1 else ''
             item = value[key]
-            if isinstance(item, list) and 4 + 2 * (len(item) - 1) + sum(len(_scalar(entry)) for entry in item) < 74:
+            if isinstance(item, list) and item and not any(isinstance(entry, (dict, list)) for entry in item) \
+                    and 4 + 2 * (len(item) - 1) + sum(len(_scalar(entry)) for entry in item) < 74:
                 lines.append('%s\t"%s" : [ %s ]%s' % (indent, key, ', '.join(_scalar(entry) for entry in item), comma))
             elif isinstance(item, (dict, list)):
                 lines.append('%s\t"%s" :' % (indent, key))
@@ -524,7 +504,10 @@ def _json_lines(value, indent):
         return lines + [indent + '}']
     lines = [indent + '[']
     for position, item in enumerate(value):
-        lines.append(indent + '\t' + _scalar(item) + (',' if position < len(value) - 1 else ''))
+        nested = _json_lines(item, indent + '\t') if isinstance(item, (dict, list)) else [indent + '\t' + _scalar(item)]
+        if position < len(value) - 1:
+            nested[-1] += ','
+        lines.extend(nested)
     return lines + [indent + ']']
 
 
