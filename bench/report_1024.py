@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'unit'))  # the synthetic results
 from _synthetic_results import make_results, scatter_faults  # noqa: E402
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report  # noqa: E402
-from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import validate_results  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import validate_results  # noqa: E402
 
 
 def _best(function, repeat=3):

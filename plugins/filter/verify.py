@@ -16,7 +16,7 @@ from ansible.errors import AnsibleFilterError
 
 from ansible_collections.aicluster.infra.plugins.module_utils import perftest_schedule as ps
 from ansible_collections.aicluster.infra.plugins.module_utils import verify_checks as vc
-from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import (

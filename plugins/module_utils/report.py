@@ -24,7 +24,7 @@ import math
 from ansible_collections.aicluster.infra.plugins.module_utils import svg
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_sort_key
-from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import AREAS, CHECKS
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
 
 OUTPUT_NAMES = {'html': 'report.html', 'junit': 'junit.xml', 'markdown': 'summary.md'}
 DEFAULT_COMPARE_THRESHOLD = 0.05
@@ -478,7 +478,7 @@ def results_table(doc):
         measured = [result.get('measured') for result in results]
         thresholds = [result.get('threshold') for result in results]
         unit = next((result.get('unit') for result in results if result.get('unit')), None)
-        row = {'check': check, 'what': CHECKS.get(check, ('', check))[1], 'passed': passed, 'total': len(results),
+        row = {'check': check, 'what': (CHECKS[check].description if check in CHECKS else check), 'passed': passed, 'total': len(results),
                'unit': unit, 'numeric': all(is_number(value) for value in measured + thresholds)}
         if row['numeric']:
             higher = check in HIGHER_IS_BETTER
@@ -498,7 +498,7 @@ def results_table(doc):
         rows.append(row)
     multi = (doc.get('nccl') or {}).get('multi_node') or {}
     if is_number(multi.get('busbw')) and 'nccl.multi_node_busbw' not in by_check:
-        rows.append({'check': 'nccl.multi_node_busbw', 'what': CHECKS['nccl.multi_node_busbw'][1],
+        rows.append({'check': 'nccl.multi_node_busbw', 'what': CHECKS['nccl.multi_node_busbw'].description,
                      'passed': 1 if multi.get('passed') else 0, 'total': 1, 'unit': 'GB/s', 'numeric': True,
                      'baseline': multi.get('threshold'), 'median': multi['busbw'], 'worst': multi['busbw'],
                      'deviation': deviation(multi['busbw'], multi.get('threshold')),
@@ -631,7 +631,7 @@ def junit_xml(doc):
     timestamp = str(run.get('started') or '1970-01-01T00:00:00Z').rstrip('Z')
     cases = {}
     for node, result in node_results(doc):
-        area = result.get('area') or CHECKS.get(result.get('check'), ('other',))[0]
+        area = result.get('area') or (CHECKS[result['check']].area if result.get('check') in CHECKS else 'other')
         cases.setdefault(area, {}).setdefault((node, result.get('check')), []).append(result)
     multi = (doc.get('nccl') or {}).get('multi_node') or {}
     if is_number(multi.get('busbw')):

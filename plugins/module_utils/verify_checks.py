@@ -24,7 +24,7 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import expected_link_gbps
 from ansible_collections.aicluster.infra.plugins.module_utils.perftest_schedule import attribute
-from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import DRAIN_PREFIX, new_result
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import DRAIN_PREFIX, new_result
 
 # ---------------------------------------------------------------------------
 # helpers
@@ -884,7 +884,7 @@ def gate_actions(nodes, slurm_nodes, mode, slurm_names=None, prefix=DRAIN_PREFIX
     its Slurm NodeName when they differ. Actions: ``drain``, ``resume``,
     ``none``; a node unknown to Slurm gets ``none`` with a note.
     """
-    from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import drain_reason
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import drain_reason
     by_name = dict((entry.get('NodeName'), entry) for entry in slurm_nodes or [])
     out = {}
     for node, data in sorted(nodes.items()):

@@ -134,7 +134,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
 from ansible_collections.aicluster.infra.plugins.module_utils.report import OUTPUT_NAMES, build_outputs, failing_checks
-from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import summarize, validate_results
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import summarize, validate_results
 
 
 def load_results(module, path, option):

@@ -20,7 +20,7 @@ __metaclass__ = type
 import copy
 import random
 
-from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
 
 LINE_RATE = 400.0            # NDR, Gb/s
 BW_FRACTION = 0.9            # perftest threshold as a fraction of line rate

@@ -18,7 +18,7 @@ import pytest
 from _synthetic_results import LAB_FAULTS, make_results
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report
-from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
 
 LAB = make_results(4, LAB_FAULTS)
 CLEAN = make_results(4)

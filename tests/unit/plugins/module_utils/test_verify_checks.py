@@ -21,7 +21,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import pars
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvlink_errors, parse_nvlink_status
 from ansible_collections.aicluster.infra.plugins.module_utils.perftest import parse_perftest
-from ansible_collections.aicluster.infra.plugins.module_utils.verify_results import validate_results, drain_reason
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import validate_results, drain_reason
 
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 try:

@@ -1,6 +1,7 @@
 import pytest
 
-from ansible_collections.aicluster.infra.plugins.module_utils import verify_results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import checks
 
 
 def _doc(nodes):
@@ -29,7 +30,7 @@ def test_new_result_carries_area_and_extras():
 
 
 def test_every_check_belongs_to_a_known_area():
-    assert {entry[0] for entry in vr.CHECKS.values()} == set(vr.AREAS)
+    assert {entry.area for entry in checks.CHECKS.values()} == set(checks.AREAS)
 
 
 def test_a_consistent_document_validates():

@@ -12,53 +12,17 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS, area_of
+
 SCHEMA = 'aicluster.infra/verify-results/v1'
 
-# Every check id, its area, and what it compares. Areas map to the verify_* roles
-# and to one JUnit testsuite each in the report.
-CHECKS = {
-    'ib.hca_present': ('ib', 'every expected HCA is present'),
-    'ib.port_state': ('ib', 'port State Active and Physical state LinkUp'),
-    'ib.port_rate': ('ib', 'port rate equals the expected rate'),
-    'ib.link_layer': ('ib', 'port link layer as expected'),
-    'ib.firmware_uniform': ('ib', 'HCA firmware identical across the fleet'),
-    'ib.ofed_uniform': ('ib', 'OFED/rdma-core version identical across the fleet'),
-    'fabric.link_width': ('fabric', 'every link at 4X'),
-    'fabric.link_speed': ('fabric', 'every link at full lane speed'),
-    'fabric.rail': ('fabric', 'HCA k of every node reaches the same leaf group'),
-    'perftest.write_bw': ('perftest', 'ib_write_bw between rail-aligned HCA pairs'),
-    'perftest.read_bw': ('perftest', 'ib_read_bw between rail-aligned HCA pairs'),
-    'perftest.write_lat': ('perftest', 'ib_write_lat between rail-aligned HCA pairs'),
-    'net.mtu': ('net', 'the configured MTU holds end to end (ping -M do)'),
-    'gpu.count': ('gpu', 'GPU count as expected'),
-    'gpu.model': ('gpu', 'GPU model as expected'),
-    'gpu.driver_uniform': ('gpu', 'driver version identical across the fleet'),
-    'gpu.persistence': ('gpu', 'persistence mode enabled'),
-    'gpu.ecc': ('gpu', 'no volatile uncorrectable ECC errors'),
-    'gpu.retired_pages': ('gpu', 'retired/pending pages under the limit'),
-    'gpu.row_remap': ('gpu', 'no pending row remaps or remap failures'),
-    'gpu.nvlink': ('gpu', 'all NVLinks up'),
-    'gpu.nvlink_errors': ('gpu', 'NVLink error counters under the limits'),
-    'gpu.xid': ('gpu', 'no fatal Xid in the kernel log since boot'),
-    'gpu.processes': ('gpu', 'no stray processes on the GPUs'),
-    'gpu.dcgm_diag': ('gpu', 'dcgmi diag passes'),
-    'nccl.busbw': ('nccl', 'single-node all_reduce bus bandwidth over the threshold'),
-    'nccl.wrong': ('nccl', 'nccl-tests #wrong is 0'),
-    'nccl.slow_node': ('nccl', 'bus bandwidth within a fraction of the fleet median'),
-    'nccl.multi_node_busbw': ('nccl', 'multi-node all_reduce bus bandwidth over the threshold'),
-    'node.reachable': ('node', 'the node answered and its checks ran'),
-}
-
-AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl', 'node')
 MODES = ('drain', 'fail', 'report')
 DRAIN_PREFIX = 'aicluster:'
 
 
 def check_area(check):
     """The area of a check id ('gpu.xid' -> 'gpu'); ValueError for an unknown id."""
-    if check not in CHECKS:
-        raise ValueError('unknown check id %r; known: %s' % (check, ', '.join(sorted(CHECKS))))
-    return CHECKS[check][0]
+    return area_of(check)
 
 
 def new_result(check, subject, measured, threshold, passed, message, unit=None, **extra):
@@ -112,7 +76,7 @@ def _problems_in_result(where, result):
     check = result.get('check')
     if check is not None and check not in CHECKS:
         problems.append('%s: unknown check %r' % (where, check))
-    elif check is not None and result.get('area') != CHECKS[check][0]:
+    elif check is not None and result.get('area') != CHECKS[check].area:
         problems.append('%s: area %r does not match check %r' % (where, result.get('area'), check))
     if 'passed' in result and not isinstance(result['passed'], bool):
         problems.append('%s: passed must be true or false' % where)

@@ -1,0 +1,98 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The verify stage's results.json, pinned per case: fixtures/gate/<case>/in.json replayed gives out.json.
+
+in.json holds what the verify roles gather (module and command results, role
+variables); _gate_harness replays the roles' Python calls on it.
+make_gate_fixtures.py writes both files from the simulated hardware of lab/hwsim.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # --import-mode=importlib puts no test folder on sys.path
+    sys.path.insert(0, HERE)
+
+# pylint: disable=wrong-import-position
+from _gate_harness import run_case  # noqa: E402
+
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import validate_results  # noqa: E402
+
+GATE = os.path.join(HERE, 'fixtures', 'gate')
+CASES = sorted(name for name in os.listdir(GATE) if os.path.isfile(os.path.join(GATE, name, 'in.json')))
+
+# Check ids no case shows both passed and failed yet, each with why.
+NOT_PINNED_YET = {
+    'node.reachable': 'only ever failed: collect_nodes adds it to a node without any result, never as a pass',
+}
+
+
+def _load(case, name):
+    with open(os.path.join(GATE, case, name), encoding='utf-8') as handle:
+        return json.load(handle)
+
+
+def _canonical(document):
+    return json.dumps(document, indent=2, sort_keys=True)
+
+
+def _without_parameters(document):
+    document = json.loads(json.dumps(document))
+    document['run'].pop('parameters', None)
+    return document
+
+
+@pytest.fixture(scope='module')
+def produced():
+    return dict((case, run_case(_load(case, 'in.json'))) for case in CASES)
+
+
+def test_there_are_cases():
+    assert CASES, 'no fixture under %s' % GATE
+
+
+@pytest.mark.parametrize('case', CASES, ids=CASES)
+def test_document_is_pinned(case, produced):
+    assert _canonical(_without_parameters(produced[case])) == _canonical(_without_parameters(_load(case, 'out.json')))
+
+
+@pytest.mark.parametrize('case', CASES, ids=CASES)
+def test_parameters_keep_their_values(case, produced):
+    """The refactor may add run.parameters; the pinned ones keep their values."""
+    pinned = _load(case, 'out.json')['run']['parameters']
+    made = produced[case]['run']['parameters']
+    assert dict((key, made.get(key, '<missing>')) for key in pinned) == pinned
+
+
+@pytest.mark.parametrize('case', CASES, ids=CASES)
+def test_pinned_document_validates(case):
+    assert validate_results(_load(case, 'out.json')) == []
+
+
+@pytest.mark.parametrize('case', CASES, ids=CASES)
+def test_case_is_described(case):
+    case_in = _load(case, 'in.json')
+    assert case_in['description'].strip()
+    assert set(case_in['run']) == {'started', 'finished', 'inventory', 'collection_version'}
+
+
+def test_every_check_is_pinned_passed_and_failed():
+    seen = {}
+    for case in CASES:
+        for node in _load(case, 'out.json')['nodes'].values():
+            for result in node['results']:
+                seen.setdefault(result['check'], set()).add(result['passed'])
+    missing = dict((check, sorted(({True, False} - seen.get(check, set())), reverse=True))
+                   for check in CHECKS if check not in NOT_PINNED_YET and seen.get(check) != {True, False})
+    assert missing == {}, 'check ids not pinned as (passed, failed): %s' % missing
+    assert sorted(check for check in NOT_PINNED_YET if check not in CHECKS) == []
