@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
@@ -34,7 +33,8 @@ import types
 HERE = os.path.dirname(os.path.abspath(__file__))
 UNIT = os.path.abspath(os.path.join(HERE, '..', '..', '..'))
 sys.path.insert(0, UNIT)
-import conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import  (links and puts the collection on sys.path)
+# conftest links the collection and puts it on sys.path
+import conftest  # noqa: E402,F401  pylint: disable=wrong-import-position,unused-import
 
 REPO = os.path.dirname(os.path.dirname(UNIT))
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
@@ -107,7 +107,8 @@ MOLECULE_VARS = {
 # ---------------------------------------------------------------------------
 
 def _pin_hwsim():
-    fixed_pid = lambda: 4242  # noqa: E731
+    def fixed_pid():
+        return 4242
     hwsim_model.pid = fixed_pid
     hwsim_nccl.pid = fixed_pid
     hwsim_perftest.pid = fixed_pid

@@ -1,0 +1,105 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Helpers shared by the verify areas: number text, fleet majorities, tool output parsed once."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
+
+
+def fmt(value):
+    """A figure as people write it: 360.0 -> '360', 359.456 -> '359.46'."""
+    if isinstance(value, float):
+        return ('%.2f' % value).rstrip('0').rstrip('.')
+    return str(value)
+
+
+def most_common(values):
+    """The value held by strictly more nodes than any other, or None on a tie."""
+    counts = {}
+    for value in values:
+        counts[value] = counts.get(value, 0) + 1
+    if not counts:
+        return None
+    ranked = sorted(counts.items(), key=lambda item: -item[1])
+    if len(ranked) > 1 and ranked[0][1] == ranked[1][1]:
+        return None
+    return ranked[0][0]
+
+
+def _uniform_message(subject, what, value, reference, distinct, expected, fix):
+    if value is None:
+        return False, '%s of %s unknown; %s' % (what, subject, fix)
+    if reference is None:
+        return False, ('%s %s is %s; the fleet has no majority (%s); make them identical'
+                       % (subject, what, value, ', '.join(distinct)))
+    if str(value) == str(reference):
+        if expected in (None, ''):
+            return True, '%s %s %s, as the fleet' % (subject, what, value)
+        return True, '%s %s %s as expected' % (subject, what, value)
+    return False, '%s %s is %s, the %s is %s; %s' % (
+        subject, what, value, 'fleet' if expected in (None, '') else 'expected value', reference, fix)
+
+
+def uniform(check, subject, values_by_node, what, fix, expected=None):
+    """Odd ones out: each node's value against ``expected`` or the fleet's majority value.
+
+    ``values_by_node``: node -> value (None: unknown, reported as failed).
+    Returns node -> [result].
+    """
+    known = [value for value in values_by_node.values() if value is not None]
+    reference = expected if expected not in (None, '') else most_common(known)
+    distinct = sorted(set(str(value) for value in known))
+    out = {}
+    for node, value in sorted(values_by_node.items()):
+        passed, message = _uniform_message(subject, what, value, reference, distinct, expected, fix)
+        out.setdefault(node, []).append(new_result(check, subject, value, reference if reference is not None else distinct,
+                                                   passed, message))
+    return out
+
+
+def merge(target, more):
+    """Append node -> [results] of ``more`` to ``target``; returns ``target``."""
+    for node, results in (more or {}).items():
+        target.setdefault(node, []).extend(results)
+    return target
+
+
+def parse_once(parser, text, what, errors):
+    """Parsed tool output, or None (and a line in ``errors``) when the text is empty or not that tool's output."""
+    if text is None:
+        return None
+    if not str(text).strip():
+        errors.append('%s printed nothing' % what)
+        return None
+    try:
+        return parser(str(text))
+    except ParseError as exc:
+        errors.append('%s printed output that could not be parsed: %s' % (what, exc))
+        return None
+
+
+def ran(observation):
+    """Whether a registered task result is there and was not skipped."""
+    return isinstance(observation, dict) and bool(observation) and not observation.get('skipped')
+
+
+def failed(observation):
+    """Whether a registered module result failed (the task was allowed to fail so the others go on)."""
+    return isinstance(observation, dict) and bool(observation.get('failed'))
+
+
+def module_facts(observation, drop=('changed', 'failed', 'invocation', 'warnings', 'deprecations', 'skipped')):
+    """A module's result without Ansible's own keys."""
+    return dict((key, value) for key, value in (observation or {}).items() if key not in drop)
+
+
+def int_or_none(value):
+    try:
+        return int(str(value).strip())
+    except (TypeError, ValueError):
+        return None

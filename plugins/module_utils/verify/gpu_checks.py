@@ -1,0 +1,192 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The gpu area's checks, one function per tool: parsed output and expectations in, results out."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import int_or_none
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
+
+NVLINK_COUNTERS = ('replay_errors', 'recovery_errors', 'crc_errors')
+
+
+def _bus_key(bus_id):
+    """A PCI address reduced to bus:device for matching (``00000000:1B:00.0`` ~ ``0000:1b:00``)."""
+    parts = (bus_id or '').lower().split(':')
+    if len(parts) >= 2:
+        return ':'.join([parts[-2], parts[-1].split('.')[0]])
+    return (bus_id or '').lower()
+
+
+def gpu_label(gpus, bus_id):
+    """``GPU <index>`` of the GPU at a PCI address, else ``PCI <address>``."""
+    key = _bus_key(bus_id)
+    for gpu in gpus:
+        if _bus_key(gpu.get('pci_bus_id')) == key:
+            return 'GPU %s' % gpu.get('index')
+    return 'PCI %s' % bus_id
+
+
+def _persistence(gpu, label):
+    ok = gpu.get('persistence_mode') is True
+    return new_result('gpu.persistence', label, 'Enabled' if ok else 'Disabled', 'Enabled', ok,
+                      '%s persistence mode %s' % (label, 'enabled' if ok else
+                                                  'disabled; enable nvidia-persistenced (nvidia-smi -pm 1)'))
+
+
+def _ecc(gpu, label, expected):
+    value = gpu.get('ecc_errors_uncorrected_volatile')
+    limit = int(expected.get('ecc_uncorrected_max') or 0)
+    ok = value is None or int(value) <= limit
+    return new_result('gpu.ecc', label, value, limit, ok,
+                      '%s volatile uncorrectable ECC errors: %s (limit %d)%s' % (
+                          label, 'N/A' if value is None else value, limit,
+                          '' if ok else '; reset the GPU, and RMA it if they return'))
+
+
+def _row_remap(gpu, label):
+    pending, failure = gpu.get('remapped_rows_pending'), gpu.get('remapped_rows_failure')
+    ok = not pending and not failure
+    measured = 'failure' if failure else ('pending' if pending else ('none' if pending is not None else 'N/A'))
+    return new_result('gpu.row_remap', label, measured, 'none', ok,
+                      '%s row remapping: %s%s' % (label, measured, '' if ok else (
+                          '; a remapping failed: the GPU needs service (RMA)' if failure else
+                          '; reset the GPU (nvidia-smi -r or reboot) to apply the pending remap')))
+
+
+def per_gpu_results(gpus, expected, checks):
+    """gpu.persistence, gpu.ecc, gpu.row_remap for each GPU of gpu_info, GPU by GPU."""
+    results = []
+    for gpu in gpus:
+        label = 'GPU %s' % gpu.get('index')
+        if 'gpu.persistence' in checks and expected.get('persistence', True):
+            results.append(_persistence(gpu, label))
+        if 'gpu.ecc' in checks:
+            results.append(_ecc(gpu, label, expected))
+        if 'gpu.row_remap' in checks:
+            results.append(_row_remap(gpu, label))
+    return results
+
+
+def retired_results(rows, expected):
+    """gpu.retired_pages from ``--query-gpu=index,retired_pages.sbe,retired_pages.dbe,retired_pages.pending`` rows."""
+    limit = int(expected.get('retired_pages_max') or 0)
+    results = []
+    for row in rows:
+        label = 'GPU %s' % row.get('index')
+        sbe, dbe = int_or_none(row.get('retired_pages.sbe')), int_or_none(row.get('retired_pages.dbe'))
+        pending = str(row.get('retired_pages.pending') or '').strip().lower() in ('yes', 'true', 'enabled')
+        total = None if sbe is None and dbe is None else (sbe or 0) + (dbe or 0)
+        ok = not pending and (total is None or total <= limit)
+        results.append(new_result('gpu.retired_pages', label, total, limit, ok,
+                                  '%s retired pages %s (limit %d)%s%s' % (
+                                      label, 'N/A' if total is None else total, limit,
+                                      ', retirement pending: reload the driver or reboot' if pending else '',
+                                      '; RMA the GPU' if total is not None and total > limit else '')))
+    return results
+
+
+def nvlink_results(status, expected):
+    """gpu.nvlink from parsed ``nvidia-smi nvlink -s``: every GPU has its links up."""
+    per_gpu = expected.get('nvlinks_per_gpu')
+    most = max([len(gpu.get('links') or []) for gpu in status.get('gpus') or []] or [0])
+    results = []
+    for gpu in status.get('gpus') or []:
+        label = 'GPU %s' % gpu.get('index')
+        links = gpu.get('links') or []
+        up = [link for link in links if link.get('active')]
+        down = [str(link.get('link')) for link in links if not link.get('active')]
+        want = int(per_gpu) if per_gpu not in (None, '') else most
+        ok = len(up) >= want
+        results.append(new_result('gpu.nvlink', label, len(up), want, ok,
+                                  '%s NVLinks up: %d of %d%s' % (
+                                      label, len(up), want, '' if ok else
+                                      ' (down: %s); check the NVSwitch/fabric manager, reset the GPU, else RMA'
+                                      % ', '.join(down))))
+    for line in status.get('errors') or []:
+        results.append(new_result('gpu.nvlink', 'node', line, 'no error', False, 'nvidia-smi nvlink -s: %s' % line))
+    return results
+
+
+def nvlink_error_results(counters, expected):
+    """gpu.nvlink_errors from parsed ``nvidia-smi nvlink -e``: per-link counters under the limits."""
+    limits = expected.get('nvlink_error_max') or {}
+    results = []
+    for gpu in counters.get('gpus') or []:
+        label = 'GPU %s' % gpu.get('index')
+        over = []
+        totals = {}
+        for link in gpu.get('links') or []:
+            for counter in NVLINK_COUNTERS:
+                value = link.get(counter)
+                if value is None:
+                    continue
+                totals[counter] = totals.get(counter, 0) + value
+                limit = limits.get(counter)
+                if limit is not None and value > int(limit):
+                    over.append('link %s %s %d > %d' % (link.get('link'), counter.replace('_', ' '), value, int(limit)))
+        results.append(new_result('gpu.nvlink_errors', label, totals, limits, not over,
+                                  '%s NVLink error counters within limits (%s)' % (
+                                      label, ', '.join('%s %d' % (k.replace('_', ' '), v) for k, v in sorted(totals.items()))
+                                      or 'none printed') if not over else
+                                  '%s NVLink errors over the limits: %s; reseat the GPU baseboard cables or RMA' % (
+                                      label, '; '.join(over))))
+    return results
+
+
+def xid_results(gpus, events, expected):
+    """gpu.xid from the kernel log's Xid events (``kernel_log.parse_xid``): fatal ones fail their GPU."""
+    fatal = set(int(code) for code in expected.get('fatal_xids') or [])
+    bad = [event for event in events if event['code'] in fatal]
+    if not bad:
+        other = sorted(set(event['code'] for event in events))
+        return [new_result('gpu.xid', 'node', other, 'none of %s' % sorted(fatal), True,
+                           'no fatal Xid in the kernel log since boot%s' % (
+                               ' (non-fatal Xid seen: %s)' % ', '.join(str(c) for c in other) if other else ''))]
+    by_gpu = {}
+    for event in bad:
+        by_gpu.setdefault(gpu_label(gpus, event['pci']), []).append(event)
+    results = []
+    for label, found in sorted(by_gpu.items()):
+        codes = sorted(set(event['code'] for event in found))
+        results.append(new_result('gpu.xid', label, codes, 'none of %s' % sorted(fatal), False,
+                                  '%s fatal Xid %s in the kernel log since boot: %s; follow NVIDIA\'s Xid catalog '
+                                  '(reset the GPU or reboot, RMA if it returns)' % (
+                                      label, ', '.join(str(c) for c in codes), found[-1]['text'][:120])))
+    return results
+
+
+def process_results(gpus, rows, expected):
+    """gpu.processes from ``--query-compute-apps`` rows: none outside the allowed names."""
+    allowed = set(expected.get('allowed_processes') or [])
+    stray = [row for row in rows if row.get('process_name') not in allowed and
+             (row.get('process_name') or '').split('/')[-1] not in allowed]
+    if not stray:
+        return [new_result('gpu.processes', 'node', 0, 0, True, 'no process on any GPU')]
+    by_gpu = {}
+    for row in stray:
+        by_gpu.setdefault(gpu_label(gpus, row.get('gpu_bus_id')), []).append(row)
+    return [new_result('gpu.processes', label, len(found), 0, False,
+                       '%s has %d stray process(es): %s; kill them or fix the job epilog' % (
+                           label, len(found), ', '.join('%s (pid %s)' % (r.get('process_name'), r.get('pid')) for r in found)))
+            for label, found in sorted(by_gpu.items())]
+
+
+def dcgm_result(dcgm, expected):
+    """gpu.dcgm_diag from the dcgm_diag module's result (overall pass/warn/fail, tests, errors)."""
+    overall = dcgm.get('overall')
+    allow_warn = expected.get('dcgm_allow_warn')
+    allowed = ('pass', 'warn') if allow_warn else ('pass',)
+    ok = overall in allowed
+    failing = [test.get('name') for test in dcgm.get('tests') or [] if test.get('result') in ('fail', 'warn')
+               and (test.get('result') == 'fail' or not allow_warn)]
+    level = expected.get('dcgm_level')
+    level = level if level is not None else '?'
+    return new_result('gpu.dcgm_diag', 'node', overall, ' or '.join(allowed), ok,
+                      'dcgmi diag -r %s: %s%s' % (level, overall, '' if ok else
+                                                  ' (%s); read dcgmi diag -r %s -v and follow its advice'
+                                                  % (', '.join(f for f in failing if f) or
+                                                     '; '.join(dcgm.get('errors') or []) or 'no report', level)))

@@ -1,0 +1,186 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Area ib: the HCAs and their ports (ibstat through ib_info), per node and across the fleet.
+
+``evaluate_ib`` judges one node's ib_info; ``evaluate_ib_fleet`` compares
+firmware, OFED and (without an expected rate) port rates across the fleet;
+``decide_ib`` is the one call the verify_ib role makes.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, merge, uniform
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
+
+PORT_CHECKS = ('ib.hca_present', 'ib.port_state', 'ib.port_rate', 'ib.link_layer')
+
+
+def checked_hcas(ib_info, hcas=None, link_layer=None):
+    """The HCAs the checks look at, in rail order: ``hcas`` when given, else every HCA with a port of ``link_layer``."""
+    if hcas:
+        return list(hcas)
+    names = []
+    for ca in (ib_info or {}).get('hcas') or []:
+        if any(link_layer in (None, '') or port.get('link_layer') == link_layer for port in ca.get('ports') or []):
+            names.append(ca.get('name'))
+    return names
+
+
+def _find_port(ca, port_number):
+    return next((p for p in ca.get('ports') or [] if p.get('port') == port_number), None)
+
+
+def _port_results(name, port, port_number, rate, link_layer, checks):
+    subject = '%s:%d' % (name, port_number)
+    results = []
+    if 'ib.port_state' in checks:
+        state = '%s/%s' % (port.get('state'), port.get('physical_state'))
+        ok = port.get('state') == 'Active' and port.get('physical_state') == 'LinkUp'
+        results.append(new_result(
+            'ib.port_state', subject, state, 'Active/LinkUp', ok,
+            '%s port %d is %s' % (name, port_number, state) if ok else
+            '%s port %d is %s, expected Active/LinkUp; check the cable, the switch port and the subnet manager'
+            % (name, port_number, state)))
+    if 'ib.port_rate' in checks and rate not in (None, '', 0):
+        measured = port.get('rate_gbps')
+        ok = measured is not None and float(measured) == float(rate)
+        results.append(new_result(
+            'ib.port_rate', subject, measured, float(rate), ok,
+            '%s port %d rate %s Gb/s%s' % (
+                name, port_number, fmt(measured), ' as expected' if ok else
+                ', expected %s Gb/s; a lower rate is a degraded link (width or speed): '
+                'reseat or replace the cable' % fmt(float(rate))),
+            unit='Gb/s'))
+    if 'ib.link_layer' in checks and link_layer:
+        ok = port.get('link_layer') == link_layer
+        results.append(new_result(
+            'ib.link_layer', subject, port.get('link_layer'), link_layer, ok,
+            '%s port %d link layer %s%s' % (
+                name, port_number, port.get('link_layer'), '' if ok else
+                ', expected %s; set the port type (mlxconfig LINK_TYPE_P1) and reboot' % link_layer)))
+    return results
+
+
+def evaluate_ib(ib_info, expected):
+    """ib.hca_present, ib.port_state, ib.port_rate, ib.link_layer for one node.
+
+    ``expected``: ``hcas`` (names in rail order; empty: every HCA of
+    ``link_layer``), ``port`` (default 1), ``rate_gbps`` (0/None: the rate is
+    checked fleet-wide by ``evaluate_ib_fleet``), ``link_layer``, and
+    ``checks`` (the check ids to run; default all four).
+    """
+    checks = expected.get('checks') or PORT_CHECKS
+    port_number = int(expected.get('port') or 1)
+    link_layer = expected.get('link_layer') or None
+    by_name = dict((ca.get('name'), ca) for ca in (ib_info or {}).get('hcas') or [])
+    names = checked_hcas(ib_info, expected.get('hcas'), link_layer)
+    if not names:
+        return [new_result('ib.hca_present', 'node', 0, 'at least 1', False,
+                           'no %sHCA found by ibstat; check the adapters and the driver (mlx5_core, ib_umad)'
+                           % ((link_layer + ' ') if link_layer else ''))]
+    results = []
+    for name in names:
+        ca = by_name.get(name)
+        if 'ib.hca_present' in checks:
+            results.append(new_result(
+                'ib.hca_present', name, 'present' if ca else 'missing', 'present', ca is not None,
+                '%s present (%s, firmware %s)' % (name, ca.get('ca_type'), ca.get('firmware_version')) if ca else
+                '%s missing from ibstat; reseat the adapter or check its driver and firmware' % name))
+        if ca is None:
+            continue
+        port = _find_port(ca, port_number)
+        if port is None:
+            results.append(new_result('ib.port_state', '%s:%d' % (name, port_number), 'missing', 'Active/LinkUp', False,
+                                      '%s has no port %d in ibstat' % (name, port_number)))
+            continue
+        results.extend(_port_results(name, port, port_number, expected.get('rate_gbps'), link_layer, checks))
+    return results
+
+
+def _fleet_rates(name, holders, port_number):
+    values = {}
+    for node, info in holders.items():
+        ca = next((c for c in (info or {}).get('hcas') or [] if c.get('name') == name), None)
+        port = _find_port(ca or {}, port_number)
+        if port is not None and port.get('state') == 'Active':
+            values[node] = port.get('rate_gbps')
+    out = uniform('ib.port_rate', '%s:%d' % (name, port_number), values, 'rate (Gb/s)',
+                  'reseat or replace the cable (a lower rate is a degraded link)')
+    for results in out.values():
+        for result in results:
+            result['unit'] = 'Gb/s'
+    return out
+
+
+def evaluate_ib_fleet(ib_infos, expected):
+    """ib.firmware_uniform, ib.ofed_uniform and (without an expected rate) ib.port_rate, fleet-wide.
+
+    ``ib_infos``: node -> ib_info facts (None: not read). ``expected``: as
+    ``evaluate_ib`` plus ``firmware`` (HCA name -> version, or one version
+    for all; empty: the fleet's majority), ``ofed`` (empty: majority) and
+    ``fleet_checks``. Returns node -> [results].
+    """
+    checks = expected.get('fleet_checks') or ['ib.firmware_uniform', 'ib.ofed_uniform', 'ib.port_rate']
+    port_number = int(expected.get('port') or 1)
+    ib_infos = dict((node, info) for node, info in ib_infos.items() if info)
+    names = dict((node, checked_hcas(info, expected.get('hcas'), expected.get('link_layer') or None))
+                 for node, info in ib_infos.items())
+    firmware_expected = expected.get('firmware')
+    out = {}
+    for name in sorted(set(name for node_names in names.values() for name in node_names)):
+        holders = dict((node, info) for node, info in ib_infos.items() if name in names[node])
+        if 'ib.firmware_uniform' in checks:
+            values = {}
+            for node, info in holders.items():
+                ca = next((c for c in (info or {}).get('hcas') or [] if c.get('name') == name), None)
+                if ca is not None:
+                    values[node] = ca.get('firmware_version')
+            wanted = firmware_expected.get(name) if isinstance(firmware_expected, dict) else firmware_expected
+            merge(out, uniform('ib.firmware_uniform', name, values, 'firmware',
+                               'flash the same firmware on every node (mlxfwmanager)', wanted))
+        if 'ib.port_rate' in checks and expected.get('rate_gbps') in (None, '', 0):
+            merge(out, _fleet_rates(name, holders, port_number))
+    if 'ib.ofed_uniform' in checks:
+        values = dict((node, (info or {}).get('ofed_version') or 'inbox') for node, info in ib_infos.items())
+        merge(out, uniform('ib.ofed_uniform', 'node', values, 'OFED', 'install the same DOCA-OFED/MLNX_OFED release',
+                           expected.get('ofed') or None))
+    return out
+
+
+def decide_ib(observations, expected):
+    """The verify_ib role's decision for ports and fleet uniformity.
+
+    ``observations``: node -> {``ib_info``: the ib_info module result, failed
+    or not (absent: not read)}. ``expected``: as ``evaluate_ib_fleet`` plus
+    ``ports`` and ``uniform`` (bools: which checks are enabled).
+    Returns ``{'nodes', 'fleet', 'raw', 'checked'}``: node-scope results, fleet
+    results, the node's adapters for results.json, and each node's HCAs in rail
+    order (the fabric and perftest areas use them).
+    """
+    nodes, raw, checked, infos = {}, {}, {}, {}
+    ports, uniform_enabled = bool(expected.get('ports', True)), bool(expected.get('uniform', True))
+    node_expected = dict((key, expected.get(key)) for key in ('hcas', 'port', 'rate_gbps', 'link_layer'))
+    for node, observed in sorted(observations.items()):
+        info = (observed or {}).get('ib_info')
+        nodes[node], raw[node], infos[node] = [], {'ib_info': None}, None
+        checked[node] = list(expected.get('hcas') or [])
+        if not (ports or uniform_enabled) or info is None:
+            continue
+        if failed(info):
+            nodes[node] = [new_result('ib.hca_present', 'node', None, 'ib_info', False,
+                                      'ib_info failed: %s; install infiniband-diags and check the driver'
+                                      % (info.get('msg') or 'unknown error'))]
+            continue
+        adapters = {'hcas': info.get('hcas'), 'ofed_version': info.get('ofed_version')}
+        nodes[node] = evaluate_ib(info, node_expected) if ports else []
+        raw[node], infos[node] = {'ib_info': adapters}, adapters
+        checked[node] = checked_hcas(info, expected.get('hcas'), expected.get('link_layer'))
+    fleet = {}
+    if uniform_enabled:
+        fleet_expected = dict(node_expected, firmware=expected.get('firmware'), ofed=expected.get('ofed'),
+                              fleet_checks=['ib.firmware_uniform', 'ib.ofed_uniform'] + (['ib.port_rate'] if ports else []))
+        fleet = evaluate_ib_fleet(infos, fleet_expected)
+    return {'nodes': nodes, 'fleet': fleet, 'raw': raw, 'checked': checked}

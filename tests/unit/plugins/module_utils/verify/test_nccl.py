@@ -1,0 +1,134 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""verify/nccl.py: nccl-tests on each node alone (busbw, #wrong, slow node) and across nodes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from _paths import own_fixture, real_fixture
+
+from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl
+
+H100_PASS = 'nccl-tests/nccl-tests-2.13-8xh100-allreduce-pass-handmade.txt'
+
+
+def _failed(results):
+    return [r for r in results if not r['passed']]
+
+
+def _by_check(results, check):
+    return [r for r in results if r['check'] == check]
+
+
+def _one_row(busbw):
+    return {'rows': [{'size': 8 << 30, 'oop_busbw': busbw, 'ip_busbw': busbw, 'oop_wrong': 0, 'ip_wrong': 0}], 'errors': []}
+
+
+def test_nccl_real_a100_legacy_and_handmade_h100():
+    legacy = parse_nccl_tests(real_fixture('nccl-tests/superbench-allreduce-8xa100-40gb-legacy-error-col.txt'))
+    busbw, wrong, errors = nccl.measure(legacy, 1 << 30)
+    assert busbw > 100 and wrong == 0 and errors == []
+    threshold = nccl.threshold({'a100': 200, 'h100': 400}, 'NVIDIA A100-SXM4-40GB')
+    assert threshold == 200.0
+    results = nccl.evaluate_nccl(legacy, threshold, busbw, {'model': 'A100'})
+    assert not _failed(results), results
+    wrong = parse_nccl_tests(own_fixture('nccl-tests/nccl-tests-2.13-8xh100-allreduce-wrong-handmade.txt'))
+    bad = _failed(nccl.evaluate_nccl(wrong, 400.0))
+    assert 'nccl.wrong' in [r['check'] for r in bad]
+    failure = parse_nccl_tests(own_fixture('nccl-tests/nccl-tests-2.13-8xh100-allreduce-ncclfailure-handmade.txt'))
+    bad = _by_check(nccl.evaluate_nccl(failure, 400.0), 'nccl.wrong')[0]
+    assert not bad['passed'] and 'failed' in bad['message']
+
+
+def test_threshold_override_and_longest_key_first():
+    assert nccl.threshold({'h100': 400}, 'NVIDIA H100 80GB HBM3', override=350) == 350.0
+    assert nccl.threshold({'h100': 400, 'h100 nvl': 300}, 'NVIDIA H100 NVL') == 300.0
+    assert nccl.threshold({'h100': 400}, 'NVIDIA B200') is None
+
+
+def test_parse_says_why_when_there_is_nothing_to_parse():
+    assert nccl.parse('') == {'rows': [], 'errors': ['all_reduce_perf printed nothing']}
+    assert nccl.parse(own_fixture(H100_PASS))['rows']
+
+
+def test_nccl_slow_node_against_the_median():
+    values = [470.0, 468.0, 300.0]
+    median = nccl.median(values)
+    assert median == 468.0 and nccl.median([None, 2.0, 4.0]) == 3.0 and nccl.median([]) is None
+    slow = nccl.evaluate_nccl(_one_row(300.0), 250.0, median, {'slow_fraction': 0.1})
+    assert [r['check'] for r in _failed(slow)] == ['nccl.slow_node']
+    assert _by_check(slow, 'nccl.slow_node')[0]['threshold'] == 421.2
+    assert not _failed(nccl.evaluate_nccl(_one_row(470.0), 250.0, median))
+    # no fleet median: no slow-node check
+    assert not _by_check(nccl.evaluate_nccl(_one_row(300.0), 250.0), 'nccl.slow_node')
+
+
+def test_nccl_unknown_model_without_threshold_fails_asking_for_one():
+    result = _by_check(nccl.evaluate_nccl({'rows': [], 'errors': []}, None, None, {'model': 'NVIDIA B200'}), 'nccl.busbw')[0]
+    assert not result['passed'] and 'verify_nccl_busbw_min_gbs' in result['message'] and 'NVIDIA B200' in result['message']
+
+
+def test_nccl_real_multi_node_two_h100_nodes():
+    parsed = parse_nccl_tests(real_fixture('nccl-tests/gcp-a3mega-2node-16xh100-tcpxo-allreduce.txt'))
+    out = nccl.evaluate_multi_node(parsed, 100.0, ['a', 'b'])
+    assert set(out['nodes']) == {'a', 'b'} and out['summary']['busbw'] > 0
+    assert out['nodes']['a'][0]['check'] == 'nccl.multi_node_busbw'
+
+
+def test_nccl_multi_node_launch_error_comes_first():
+    out = nccl.evaluate_multi_node({}, 300.0, ['a', 'b'], 1 << 24,
+                                   'srun exited 1: srun: error: Unable to allocate resources: Requested node configuration is not available')
+    result = out['nodes']['a'][0]
+    assert result['passed'] is False and result['measured'] is None
+    assert 'Requested node configuration is not available' in result['message']
+    assert out['summary']['errors'][0].startswith('srun exited 1: ')
+    assert nccl.evaluate_multi_node({}, 300.0, ['a'], 1 << 24)['summary']['errors'] == []
+
+
+def _h100_info():
+    return {'changed': False, 'gpus': [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3'}], 'count': 1}
+
+
+def test_decide_nccl_parses_each_nodes_output_once(monkeypatch):
+    calls = []
+
+    def counting(text):
+        calls.append(text)
+        return parse_nccl_tests(text)
+    monkeypatch.setattr(nccl, 'parse_nccl_tests', counting)
+    text = own_fixture(H100_PASS)
+    observations = dict(('gpu%02d' % n, {'gpu_info': _h100_info(), 'run': {'rc': 0, 'stdout': text, 'stderr': ''}})
+                        for n in (1, 2, 3))
+    out = nccl.decide_nccl(observations, {'busbw_table': {'h100': 1}, 'slow_node': True, 'slow_fraction': 0.1})
+    assert len(calls) == len(observations)
+    assert set(out) == {'nodes', 'raw', 'single_node', 'fleet_median', 'model'}
+    assert out['model'] == 'NVIDIA H100 80GB HBM3' and out['fleet_median'] == out['raw']['gpu01']['busbw']
+    assert all(not _failed(results) for results in out['nodes'].values())
+    assert sorted(r['check'] for r in out['nodes']['gpu01']) == ['nccl.busbw', 'nccl.slow_node', 'nccl.wrong']
+
+
+def test_decide_nccl_failed_gpu_info_and_skipped_run():
+    observations = {'a': {'gpu_info': {'failed': True, 'msg': 'no driver'}},
+                    'b': {'gpu_info': _h100_info(), 'run': {'changed': False, 'skipped': True}},
+                    'c': {'gpu_info': _h100_info(), 'run': {'rc': 0, 'stdout': own_fixture(H100_PASS)}}}
+    out = nccl.decide_nccl(observations, {'busbw_table': {'h100': 1}, 'slow_node': False})
+    assert [(r['check'], r['passed']) for r in out['nodes']['a']] == [('nccl.wrong', False)]
+    assert 'no driver' in out['nodes']['a'][0]['message']
+    assert out['nodes']['b'] == [] and out['raw']['b'] == {}
+    assert sorted(out['single_node']) == ['c'] and not _by_check(out['nodes']['c'], 'nccl.slow_node')
+
+
+def test_decide_nccl_multi_node_skipped_and_run():
+    out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': ['a'], 'slurm_error': None})
+    assert out == {'fleet': {}, 'summary': {'nodes': ['a'], 'passed': None,
+                                            'skipped': 'fewer than two nodes passed and are in service'}}
+    out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': [], 'slurm_error': 'scontrol: timeout'})
+    assert out['summary']['skipped'] == 'Slurm unreachable: scontrol: timeout'
+    run = {'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources\n'}
+    out = nccl.decide_nccl_multi_node(run, {'participants': ['a', 'b'], 'busbw_table': {'h100': 300},
+                                            'model': 'NVIDIA H100 80GB HBM3'})
+    assert set(out['fleet']) == {'a', 'b'} and out['summary']['threshold'] == 300.0
+    assert out['summary']['errors'][0] == 'srun exited 1: srun: error: Unable to allocate resources'

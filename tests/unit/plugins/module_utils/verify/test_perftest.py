@@ -1,0 +1,201 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""verify/perftest.py and perftest_blame.py: pair results from client output, rounds, and which side is at fault."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import sys
+import threading
+import time
+
+import pytest
+
+from _paths import REPO, own_fixture, real_fixture
+
+from ansible_collections.aicluster.infra.plugins.module_utils.perftest import parse_perftest
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.perftest_blame import evaluate_perftest
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import drain_reason
+
+sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
+try:
+    from hwsim.testing import make_lab  # pylint: disable=wrong-import-position
+except ImportError:  # pragma: no cover
+    make_lab = None
+
+NDR_WRITE_BW = 'perftest/perftest-4.5-ib_write_bw-ndr-cx7-report-gbits-all-sizes-client-handmade.txt'
+EXPECTED = {'fraction': 0.9, 'bidirectional': False, 'max_latency_us': None}
+
+
+def _failed(results):
+    return [r for r in results if not r['passed']]
+
+
+def _by_check(results, check):
+    return [r for r in results if r['check'] == check]
+
+
+def _spec(client='gpu01', server='gpu02', rail=0, hca='mlx5_0', line_rate=400.0):
+    return {'client': client, 'server': server, 'rail': rail, 'client_hca': hca, 'server_hca': hca, 'line_rate': line_rate}
+
+
+def _run(stdout, rc=0, stderr=''):
+    return {'stdout': stdout, 'rc': rc, 'stderr': stderr}
+
+
+def _info(names=('mlx5_0', 'mlx5_3'), rate=400):
+    return {'hcas': [{'name': name, 'ports': [{'port': 1, 'state': 'Active', 'rate_gbps': rate, 'link_layer': 'InfiniBand'}]}
+                     for name in names]}
+
+
+@pytest.mark.parametrize('rate, data', [(400, 400.0), (200, 200.0), (100, 100.0), (56, 54.55), (40, 32.0), (None, None), (7, None)])
+def test_data_rate_from_ibstat_rate(rate, data):
+    assert perftest.data_rate_gbps(rate) == data
+
+
+def test_endpoint_per_rail_with_roce_gid():
+    info = _info(('mlx5_0', 'mlx5_1'))
+    info['hcas'][1]['ports'][0].update(link_layer='Ethernet', roce_v2_gid_index=3)
+    point = perftest.endpoint(info, address='10.0.0.1')
+    assert point['address'] == '10.0.0.1' and point['names'] == ['mlx5_0', 'mlx5_1']
+    assert [(h['rail'], h['name'], h['rate_gbps'], h['gid_index']) for h in point['hcas']] == [
+        (0, 'mlx5_0', 400, None), (1, 'mlx5_1', 400, 3)]
+
+
+def test_perftest_pair_from_handmade_ndr_capture():
+    text = own_fixture(NDR_WRITE_BW)
+    parsed = parse_perftest(text)
+    pair = perftest.pair_result(_run(text), 'write_bw', _spec(), EXPECTED, 0)
+    assert pair['threshold'] == 360.0 and pair['unit'] == 'Gb/s' and pair['round'] == 0
+    assert pair['measured'] == max(parsed['results'], key=lambda r: r['bytes'])['bw_average']
+    assert pair['passed'] is (pair['measured'] >= 360.0)
+    # bidirectional bandwidth is the sum of both directions: twice the threshold
+    assert perftest.pair_result(_run(text), 'write_bw', _spec(), dict(EXPECTED, bidirectional=True))['threshold'] == 720.0
+
+
+def test_perftest_pair_real_loopback_in_mb_per_sec_is_converted():
+    text = real_fixture('perftest/superbench-ib_write_bw-loopback-8M-interleaved.txt')
+    parsed = parse_perftest(text)
+    pair = perftest.pair_result(_run(text), 'write_bw', _spec('a', 'b', line_rate=200.0), EXPECTED, 0)
+    row = max(parsed['results'], key=lambda r: r['bytes'])
+    assert parsed['units'] != 'Gb/sec'
+    assert pair['measured'] > 0 and abs(pair['measured'] - row['bw_average'] * 8 / (1000.0 if parsed['units'] == 'MB/sec'
+                                                                                    else 1000 / 1.048576)) < 0.1
+
+
+def test_perftest_connection_refused_fails_with_the_tools_words():
+    text = own_fixture('perftest/perftest-4.5-ib_write_bw-client-connection-refused-handmade.txt')
+    pair = perftest.pair_result(_run(text, rc=1), 'write_bw', _spec('a', 'b'), EXPECTED, 0)
+    assert pair['passed'] is False and pair['measured'] is None and pair['errors']
+
+
+def test_perftest_timed_out_and_empty_output():
+    pair = perftest.pair_result(_run('', rc=124, stderr=''), 'write_bw', _spec(), EXPECTED)
+    assert pair['passed'] is False and pair['errors'][0] == 'timed out'
+    pair = perftest.pair_result(_run(''), 'write_bw', _spec(), EXPECTED)
+    assert pair['passed'] is False and pair['errors'] == ['ib_write_bw printed nothing']
+
+
+def _pair(client, server, rail, measured, threshold=360.0):
+    return {'test': 'write_bw', 'client': client, 'server': server, 'rail': rail, 'hca': 'mlx5_%d' % rail,
+            'peer_hca': 'mlx5_%d' % rail, 'measured': measured, 'threshold': threshold, 'unit': 'Gb/s',
+            'passed': measured is not None and measured >= threshold, 'errors': [], 'line_rate': 400.0}
+
+
+def test_perftest_blames_the_node_failing_with_two_partners():
+    pairs = [_pair('gpu01', 'gpu02', 1, 180.0), _pair('gpu03', 'gpu01', 1, 388.0), _pair('gpu02', 'gpu03', 1, 181.0),
+             _pair('gpu01', 'gpu02', 0, 389.0), _pair('gpu03', 'gpu01', 0, 388.0)]
+    nodes = dict((n, ['mlx5_0', 'mlx5_1']) for n in ('gpu01', 'gpu02', 'gpu03'))
+    out = evaluate_perftest(pairs, nodes)
+    assert not _failed(out['nodes']['gpu01']) and not _failed(out['nodes']['gpu03'])
+    bad = _failed(out['nodes']['gpu02'])
+    assert len(bad) == 1 and bad[0]['rail'] == 1 and bad[0]['partners'] == ['gpu01', 'gpu03']
+    assert '180' in bad[0]['message'] and '360' in bad[0]['message']
+    assert drain_reason(bad).startswith('aicluster: perftest.write_bw mlx5_1 -> gpu01 mlx5_1, gpu03 mlx5_1')
+    assert 'faulty side' in _by_check(out['nodes']['gpu01'], 'perftest.write_bw')[1]['message']
+
+
+def test_perftest_two_node_fleet_fails_both_when_final():
+    nodes = {'a': ['mlx5_0'], 'b': ['mlx5_0']}
+    out = evaluate_perftest([_pair('a', 'b', 0, 100.0)], nodes)
+    assert _failed(out['nodes']['a']) and _failed(out['nodes']['b'])
+    assert 'could not be re-tested' in out['nodes']['a'][0]['message']
+
+
+def test_evaluate_perftest_at_2048_nodes_by_8_rails():
+    """Scale smoke test: a fleet of 2,048 nodes x 8 rails, a few pairs measured (one of them slow)."""
+    rails = ['mlx5_%d' % rail for rail in range(8)]
+    nodes = dict(('gpu%04d' % n, rails) for n in range(2048))
+    pairs = [_pair('gpu%04d' % (2 * n), 'gpu%04d' % (2 * n + 1), rail, 389.0) for n in range(8) for rail in range(8)]
+    pairs.append(_pair('gpu2046', 'gpu2047', 3, 120.0))
+    out = evaluate_perftest(pairs, nodes)
+    # only nodes with a pair have results, one per rail measured
+    assert len(out['nodes']) == 18 and all(len(out['nodes']['gpu%04d' % n]) == 8 for n in range(16))
+    assert [r['subject'].split()[0] for r in _failed(out['nodes']['gpu2047'])] == ['mlx5_3']
+    assert 'could not be re-tested' in out['nodes']['gpu2047'][0]['message']
+    assert not _failed(out['nodes']['gpu0000'])
+
+
+def test_plan_leaves_out_a_node_whose_adapters_could_not_be_read():
+    observations = {'gpu01': {'ib_info': _info(), 'address': '10.0.0.1'}, 'gpu02': {'ib_info': _info()},
+                    'gpu03': {'ib_info': {'failed': True, 'msg': 'no ibstat'}}}
+    outcome = perftest.plan(observations, dict(EXPECTED, schedule='cover'))
+    assert outcome['endpoints']['gpu03'] == {} and outcome['rails']['gpu03'] == []
+    assert outcome['endpoints']['gpu02']['address'] == 'gpu02'
+    assert 'gpu03' not in [node for rnd in outcome['summary']['rounds'] for pair in rnd for node in pair]
+    assert outcome['tests'] == ['write_bw'] and outcome['retest'] == {'write_bw': []}
+    assert outcome['summary']['pairs'] == [] and outcome['fleet'] == {}
+
+
+def _round(monkeypatch, stdout_of):
+    """A three-node plan, its first round's tests and every client's async result; parse_perftest counted."""
+    observations = dict(('gpu%02d' % n, {'ib_info': _info()}) for n in (1, 2, 3))
+    outcome = perftest.plan(observations, dict(EXPECTED, schedule='cover'))
+    tests = perftest.round_tests(outcome['summary']['rounds'][0], outcome['endpoints'], 18515)
+    done = [{'item': {'item': spec, 'ansible_job_id': 'j%d' % number}, 'finished': 1, 'rc': 0,
+             'stdout': stdout_of(spec), 'stderr': ''} for number, spec in enumerate(tests)]
+    calls = []
+
+    def counting(text):
+        calls.append(text)
+        return parse_perftest(text)
+    monkeypatch.setattr(perftest, 'parse_perftest', counting)
+    return outcome, tests, done, calls
+
+
+def test_record_round_parses_each_client_output_once(monkeypatch):
+    text = own_fixture(NDR_WRITE_BW)
+    outcome, tests, done, calls = _round(monkeypatch, lambda spec: text)
+    assert tests and all(spec['port'] == 18515 + spec['rail'] for spec in tests)
+    after = perftest.record_round(outcome, done, dict(EXPECTED, test='write_bw', round=0))
+    assert len(calls) == len(done)
+    assert len(after['summary']['pairs']) == len(tests) and all(p['round'] == 0 for p in after['summary']['pairs'])
+    assert outcome['summary']['pairs'] == []  # the outcome handed in is left as it was
+    assert set(after['fleet']) == set(spec['client'] for spec in tests) | set(spec['server'] for spec in tests)
+
+
+@pytest.mark.skipif(make_lab is None, reason='lab/hwsim not importable')
+def test_perftest_stand_in_hca_bw_low_between_two_lab_hosts(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=2)
+    assert lab.run('gpu02', ['hwsim', 'fault', 'hca-bw-low', 'mlx5_3', '0.5'])[0] == 0
+    outputs = {}
+
+    def server():
+        outputs['server'] = lab.run('gpu02', ['ib_write_bw', '-d', 'mlx5_3', '-p', '18601', '--report_gbits'])
+    thread = threading.Thread(target=server)
+    thread.start()
+    status = None
+    for dummy in range(50):
+        status, out, err = lab.run('gpu01', ['ib_write_bw', '-d', 'mlx5_3', '-p', '18601', '--report_gbits', '127.0.0.1'])
+        if status == 0:
+            break
+        time.sleep(0.1)
+    thread.join(30)
+    assert status == 0, err
+    spec = _spec('gpu01', 'gpu02', 1, 'mlx5_3', perftest.data_rate_gbps(400))
+    pair = perftest.pair_result(_run(out, status, err), 'write_bw', spec, EXPECTED, 0)
+    assert pair['passed'] is False and pair['measured'] < 360.0
