@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'unit'))  # the synthetic results
 from _synthetic_results import make_results, scatter_faults  # noqa: E402
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.report import html, junit, markdown  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import validate_results  # noqa: E402
 
 
@@ -58,7 +59,7 @@ def main(count=1024):
         seconds, outputs = _best(lambda: report.build_outputs(doc, compare_doc))
         sizes = ', '.join('%s %.0f KB' % (name, len(outputs[name].encode('utf-8')) / 1e3) for name in sorted(outputs))
         print('%-20s %.2f s (best of 3): %s' % (label, seconds, sizes))
-    for name, function in (('html', report.html_report), ('junit', report.junit_xml), ('markdown', report.summary_markdown)):
+    for name, function in (('html', html.html_report), ('junit', junit.junit_xml), ('markdown', markdown.summary_markdown)):
         seconds, dummy = _best(lambda: function(doc))
         print('  %-8s %.2f s' % (name, seconds))
 

@@ -133,7 +133,8 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.aicluster.infra.plugins.module_utils.report import OUTPUT_NAMES, build_outputs, failing_checks
+from ansible_collections.aicluster.infra.plugins.module_utils.report import OUTPUT_NAMES, build_outputs
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import summarize, validate_results
 
 

@@ -36,8 +36,8 @@ VERSIONS = {
 }
 PARAMETERS = {
     'dcgm_diag_level': 2, 'nccl_test': 'all_reduce_perf', 'nccl_min_bytes': '8', 'nccl_max_bytes': '8G',
-    'perftest_size': 8388608, 'perftest_threshold_fraction': BW_FRACTION, 'nccl_slow_fraction': NCCL_SLOW_FRACTION,
-    'mtu': 4092,
+    'perftest_size': 8388608, 'perftest_fraction': BW_FRACTION, 'perftest_bidirectional': False,
+    'nccl_slow_fraction': NCCL_SLOW_FRACTION, 'mtu': 4092,
 }
 
 FAULT_KINDS = ('link_width', 'hca_bw_low', 'port_down', 'nccl_slow', 'nccl_wrong', 'gpu_ecc', 'gpu_xid',

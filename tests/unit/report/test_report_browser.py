@@ -27,7 +27,8 @@ import pytest
 
 from _synthetic_results import LAB_FAULTS, make_results
 
-from ansible_collections.aicluster.infra.plugins.module_utils import report
+from ansible_collections.aicluster.infra.plugins.module_utils.report.html import html_report
+from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import compare
 
 CHROMIUM = os.environ.get('AICLUSTER_CHROMIUM', '/usr/bin/chromium')
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -185,7 +186,7 @@ def browse():
 
 def test_lab_report_renders_without_errors_with_charts(browse):
     doc = make_results(4, LAB_FAULTS)
-    html = report.html_report(doc, report.compare(make_results(4), doc))
+    html = html_report(doc, compare(make_results(4), doc))
     page = browse(html, 'report.html')
     counts = json.loads(page.evaluate(COUNT_SCRIPT))
     assert page.errors() == []
@@ -204,7 +205,7 @@ def test_lab_report_renders_without_errors_with_charts(browse):
 
 def test_large_report_renders_without_errors(browse):
     doc = make_results(256, [('link_width', 'gpu0100', 4), ('nccl_slow', 'gpu0200', 0)], max_rounds=4)
-    page = browse(report.html_report(doc), 'report.html')
+    page = browse(html_report(doc), 'report.html')
     counts = json.loads(page.evaluate(COUNT_SCRIPT))
     assert page.errors() == []
     assert counts['heatmaps'] == 8 and counts['rects'] >= 256 and counts['drawn']

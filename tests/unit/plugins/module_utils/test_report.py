@@ -18,14 +18,17 @@ import pytest
 from _synthetic_results import LAB_FAULTS, make_results
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report
+from ansible_collections.aicluster.infra.plugins.module_utils.report import _text, figures, html, junit, markdown, perftest
+from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import compare
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS
 
 LAB = make_results(4, LAB_FAULTS)
 CLEAN = make_results(4)
 
 
 def _rows(doc, **match):
-    return [row for row in report.failing_checks(doc) if all(row[key] == value for key, value in match.items())]
+    return [row for row in figures.failing_checks(doc) if all(row[key] == value for key, value in match.items())]
 
 
 # ------------------------------------------------------------------ helpers
@@ -35,19 +38,19 @@ def _rows(doc, **match):
     ([None, 'x', True, 5], 5), ([float('nan'), 1], 1),
 ])
 def test_median(values, expected):
-    assert report.median(values) == expected
+    assert _text.median(values) == expected
 
 
 def test_median_of_even_ints_stays_an_int_when_exact():
-    assert isinstance(report.median([400, 400]), int)
-    assert isinstance(report.median([1, 2]), float)
+    assert isinstance(_text.median([400, 400]), int)
+    assert isinstance(_text.median([1, 2]), float)
 
 
 @pytest.mark.parametrize('measured, baseline, expected', [
     (360.0, 400.0, -0.1), (440, 400, 0.1), (1, 0, None), ('1X', '4X', None), (None, 3, None), (True, 1, None),
 ])
 def test_deviation(measured, baseline, expected):
-    assert report.deviation(measured, baseline) == (pytest.approx(expected) if expected is not None else None)
+    assert _text.deviation(measured, baseline) == (pytest.approx(expected) if expected is not None else None)
 
 
 @pytest.mark.parametrize('value, unit, text', [
@@ -55,27 +58,27 @@ def test_deviation(measured, baseline, expected):
     (None, 'GB/s', '-'), (True, None, 'yes'), ('1X', None, '1X'),
 ])
 def test_fmt(value, unit, text):
-    assert report.fmt(value, unit) == text
+    assert _text.fmt(value, unit) == text
 
 
 def test_hostlist_falls_back_for_names_slurm_rejects():
-    assert report.hostlist(['gpu02', 'gpu01', 'gpu03']) == 'gpu[01-03]'
-    assert report.hostlist(['a b', 'c']) == 'a b,c'
-    assert report.hostlist([]) == ''
+    assert _text.hostlist(['gpu02', 'gpu01', 'gpu03']) == 'gpu[01-03]'
+    assert _text.hostlist(['a b', 'c']) == 'a b,c'
+    assert _text.hostlist([]) == ''
 
 
 # ------------------------------------------------------------------ failing checks and next actions
 
-def test_every_check_id_has_a_next_action_that_formats():
-    assert set(report.NEXT_ACTIONS) == set(vr.CHECKS)
-    for check in vr.CHECKS:
+def test_every_check_record_has_a_remedy_that_formats():
+    assert all(record.remedy for record in CHECKS.values())
+    for check in CHECKS:
         result = vr.new_result(check, 'mlx5_1:1', 1, 2, False, 'x', peer='leaf-rail1 port 7', partner='gpu09')
-        text = report.next_action('gpu05', result)
+        text = figures.next_action('gpu05', result)
         assert text and '{' not in text
 
 
 def test_an_unknown_check_falls_back_to_its_message():
-    assert report.next_action('gpu01', {'check': 'future.check', 'message': 'do the thing'}) == 'do the thing'
+    assert figures.next_action('gpu01', {'check': 'future.check', 'message': 'do the thing'}) == 'do the thing'
 
 
 @pytest.mark.parametrize('kind, node, check, subject, action', [
@@ -95,13 +98,13 @@ def test_each_injected_fault_is_named_on_its_node_with_an_action(kind, node, che
 
 
 def test_failing_checks_are_only_the_failures_node_by_node_fleet_last():
-    rows = report.failing_checks(LAB)
+    rows = figures.failing_checks(LAB)
     assert all(row['node'] != 'gpu01' for row in rows)  # gpu01 has no fault of its own
     assert [row['node'] for row in rows] == sorted((row['node'] for row in rows), key=lambda n: (n == 'fleet', n))
     fleet = rows[-1]
     assert fleet['check'] == 'nccl.multi_node_busbw' and fleet['subject'] == 'gpu[01-04]'
-    assert report.failing_checks(make_results(4, [('nccl_slow', 'gpu01', 0)])) != []
-    assert [row['check'] for row in report.failing_checks(CLEAN)] == []
+    assert figures.failing_checks(make_results(4, [('nccl_slow', 'gpu01', 0)])) != []
+    assert [row['check'] for row in figures.failing_checks(CLEAN)] == []
 
 
 def test_failing_checks_carry_the_deviation():
@@ -110,7 +113,7 @@ def test_failing_checks_carry_the_deviation():
 
 
 def test_perftest_suspects_count_failed_and_total_pairs_per_endpoint():
-    suspects = report.perftest_suspects(LAB['perftest']['pairs'])
+    suspects = perftest.perftest_suspects(LAB['perftest']['pairs'])
     assert suspects[('gpu02', 'mlx5_3')] == [3, 3]
     assert suspects[('gpu01', 'mlx5_3')] == [1, 3]
     assert suspects[('gpu01', 'mlx5_0')] == [0, 3]
@@ -119,7 +122,7 @@ def test_perftest_suspects_count_failed_and_total_pairs_per_endpoint():
 # ------------------------------------------------------------------ charts' data
 
 def test_nccl_chart():
-    chart = report.nccl_chart(LAB)
+    chart = figures.nccl_chart(LAB)
     assert [entry['node'] for entry in chart['bars']] == ['gpu01', 'gpu02', 'gpu03', 'gpu04']
     assert [entry['passed'] for entry in chart['bars']] == [True, True, True, False]
     assert chart['threshold'] == 400.0 and chart['median'] == LAB['nccl']['fleet_median']
@@ -130,23 +133,23 @@ def test_nccl_chart():
 def test_nccl_chart_from_results_alone_computes_the_median():
     doc = copy.deepcopy(CLEAN)
     del doc['nccl']
-    chart = report.nccl_chart(doc)
-    assert chart['median'] == report.median(entry['busbw'] for entry in chart['bars']) and chart['multi_node'] is None
+    chart = figures.nccl_chart(doc)
+    assert chart['median'] == _text.median(entry['busbw'] for entry in chart['bars']) and chart['multi_node'] is None
 
 
 def test_heatmap_matrix_small_fleet_is_nodes_by_nodes_both_directions():
-    matrix = report.heatmap_matrix(LAB, 3)
+    matrix = perftest.heatmap_matrix(LAB, 3)
     assert matrix['labels'] == ['gpu01', 'gpu02', 'gpu03', 'gpu04'] and matrix['block'] == 1
     assert len(matrix['cells']) == 12  # every ordered pair but the diagonal (all pairs were tested)
     assert matrix['cells'][(1, 0)]['fraction'] == matrix['cells'][(0, 1)]['fraction'] < 0.3
     assert matrix['cells'][(0, 2)]['fraction'] > 0.9
     assert matrix['threshold_fraction'] == pytest.approx(0.9)
-    assert report.perftest_rails(LAB) == list(range(8))
+    assert perftest.perftest_rails(LAB) == list(range(8))
 
 
 def test_heatmap_matrix_large_fleet_is_blocks_holding_their_worst_pair():
     doc = make_results(100, [('hca_bw_low', 'gpu0057', 2)], max_rounds=4)
-    matrix = report.heatmap_matrix(doc, 2)
+    matrix = perftest.heatmap_matrix(doc, 2)
     assert matrix['block'] == 4 and len(matrix['labels']) == 25
     assert matrix['labels'][0] == 'gpu0001-gpu0004' and matrix['labels'][-1] == 'gpu0097-gpu0100'
     assert all(0 <= row < 25 and 0 <= col < 25 for row, col in matrix['cells'])
@@ -157,11 +160,75 @@ def test_heatmap_matrix_large_fleet_is_blocks_holding_their_worst_pair():
         assert cell['fraction'] < 0.8 and 'gpu0057' in (cell['worst']['client'], cell['worst']['server'])
     assert sum(cell['pairs'] for cell in matrix['cells'].values()) == 2 * len(
         [pair for pair in doc['perftest']['pairs'] if pair['rail'] == 2])
-    assert report.heatmap_matrix(doc, 5)['cells'] and not report.heatmap_matrix(doc, 99)['cells']
+    assert perftest.heatmap_matrix(doc, 5)['cells'] and not perftest.heatmap_matrix(doc, 99)['cells']
+
+
+# The heatmap bands below and above the pass mark (html._heat_bands); a cell without a pass mark is neutral.
+BELOW_PASS = ('#82071e', '#cf222e', '#fb8f44')
+AT_OR_ABOVE_PASS = ('#8ddb8c', '#1a7f37')
+
+
+def _cell_colours(text):
+    """{'client hca -> server hca': colour} of the heatmap cells of an HTML report (every cell has a tip on 4 nodes)."""
+    cells = re.findall(r'<rect [^>]*fill="(#[0-9a-f]+)"><title>([^:<]+):', text)
+    return dict((tip.replace('&gt;', '>'), colour) for colour, tip in cells if ' -&gt; ' in tip)
+
+
+def _bidirectional_doc(parameters=True):
+    """CLEAN with ib_write_bw run both ways: thresholds 1.8 x line rate, every pair at 1.85 x, one at 1.7 x."""
+    doc = copy.deepcopy(CLEAN)
+    for pair in doc['perftest']['pairs']:
+        pair.update(threshold=1.8 * pair['line_rate'], measured=1.85 * pair['line_rate'], passed=True)
+    slow = doc['perftest']['pairs'][0]
+    slow.update(measured=1.7 * slow['line_rate'], passed=False)
+    doc['run']['parameters'].update(perftest_fraction=0.9, perftest_bidirectional=True)
+    if not parameters:
+        del doc['run']['parameters']['perftest_fraction'], doc['run']['parameters']['perftest_bidirectional']
+    return doc, '%s %s -> %s %s' % (slow['client'], slow['hca'], slow['server'], slow['peer_hca'])
+
+
+def test_heatmap_of_a_bidirectional_run_is_against_twice_the_line_rate():
+    doc, slow = _bidirectional_doc()
+    matrix = perftest.heatmap_matrix(doc, 0)
+    assert matrix['threshold_fraction'] == 0.9 and matrix['bidirectional'] is True
+    assert sorted(set(round(cell['fraction'], 3) for cell in matrix['cells'].values())) == [0.85, 0.925]
+    text = html.html_report(doc)
+    colours = _cell_colours(text)
+    assert colours[slow] in BELOW_PASS  # 1.7 x line rate: 85% of both directions, under the 90% pass mark
+    healthy = [colour for tip, colour in colours.items() if tip != slow]
+    assert healthy and all(colour in AT_OR_ABOVE_PASS for colour in healthy)  # 1.85 x: 92.5%
+    assert '(85% of twice the line rate)' in text and 'ib_write_bw (both directions): fraction of twice the line rate' in text
+
+
+def test_heatmap_pass_mark_comes_from_run_parameters():
+    doc = copy.deepcopy(CLEAN)
+    doc['run']['parameters']['perftest_fraction'] = 0.97  # every pair measured at 95.5-98.5% of line rate
+    assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] == 0.97
+    colours = set(_cell_colours(html.html_report(doc)).values())
+    assert colours & set(BELOW_PASS) and colours & set(AT_OR_ABOVE_PASS)
+
+
+def test_heatmap_without_parameters_falls_back_to_the_pairs_thresholds():
+    doc = copy.deepcopy(CLEAN)
+    del doc['run']['parameters']['perftest_fraction'], doc['run']['parameters']['perftest_bidirectional']
+    assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] == pytest.approx(0.9)  # threshold / line rate
+    assert html.html_report(doc) == html.html_report(CLEAN)
+
+
+def test_heatmap_without_a_derivable_pass_mark_draws_no_bands():
+    doc, slow = _bidirectional_doc(parameters=False)
+    matrix = perftest.heatmap_matrix(doc, 0)
+    assert matrix['threshold_fraction'] is None and matrix['bidirectional'] is False  # threshold / line rate is 1.8
+    text = html.html_report(doc)
+    assert set(_cell_colours(text).values()) == {'#8c959f'} and slow in _cell_colours(text)
+    assert 'no pass mark in results.json' in text
+    for pair in doc['perftest']['pairs']:
+        del pair['threshold']
+    assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] is None
 
 
 def test_hca_bars_median_separates_the_faulty_hca_from_its_partners():
-    bars = report.hca_bars(LAB)
+    bars = perftest.hca_bars(LAB)
     by = dict(((entry['node'], entry['hca']), entry) for entry in bars['bars'])
     assert len(bars['bars']) == bars['total'] == 32
     assert not by[('gpu02', 'mlx5_3')]['passed'] and by[('gpu02', 'mlx5_3')]['pairs'] == 3
@@ -170,25 +237,25 @@ def test_hca_bars_median_separates_the_faulty_hca_from_its_partners():
 
 
 def test_hca_bars_for_a_large_fleet_are_the_lowest():
-    bars = report.hca_bars(make_results(40, [('hca_bw_low', 'gpu33', 1)], max_rounds=2))
-    assert bars['total'] == 320 and len(bars['bars']) == report.HCA_BARS_WORST
+    bars = perftest.hca_bars(make_results(40, [('hca_bw_low', 'gpu33', 1)], max_rounds=2))
+    assert bars['total'] == 320 and len(bars['bars']) == perftest.HCA_BARS_WORST
     assert (bars['bars'][0]['node'], bars['bars'][0]['hca']) == ('gpu33', 'mlx5_1')
     assert [entry['measured'] for entry in bars['bars']] == sorted(entry['measured'] for entry in bars['bars'])
 
 
 def test_link_table_highlights_degraded_and_down_links():
-    table = report.link_table(make_results(4, [('link_width', 'gpu02', 3), ('port_down', 'gpu01', 0)]))
+    table = figures.link_table(make_results(4, [('link_width', 'gpu02', 3), ('port_down', 'gpu01', 0)]))
     assert table['total'] == 32 and table['bad'] == 2 and table['shown_all']
     bad = [row for row in table['rows'] if row['bad']]
     assert sorted(row['node_name'] for row in bad) == ['gpu01 mlx5_0', 'gpu02 mlx5_3']
-    trimmed = report.link_table(make_results(4, [('link_width', 'gpu02', 3)]), limit=10)
+    trimmed = figures.link_table(make_results(4, [('link_width', 'gpu02', 3)]), limit=10)
     assert not trimmed['shown_all'] and [row['node_name'] for row in trimmed['rows']] == ['gpu02 mlx5_3']
     assert trimmed['counts'][0] == (('4X', '106.25', 'Active'), 31)
 
 
 def test_version_matrix_marks_the_odd_ones_out():
     doc = make_results(5, [('fw_odd', 'gpu02', 0), ('driver_odd', 'gpu04', 0)])
-    matrix = report.version_matrix(doc)
+    matrix = figures.version_matrix(doc)
     by = dict((component['key'], component) for component in matrix['components'])
     assert by['driver']['majority'] == '550.127.08' and by['driver']['odd'] == ['gpu04']
     assert by['driver']['values'][1] == {'value': '535.183.01', 'nodes': ['gpu04'], 'hostlist': 'gpu04'}
@@ -196,11 +263,11 @@ def test_version_matrix_marks_the_odd_ones_out():
     assert matrix['nodes']['gpu02']['hca_firmware'] == '28.42.1000 (mlx5_0 28.39.1002)'
     assert by['kernel']['odd'] == [] and by['kernel']['count'] == 5
     assert matrix['odd_nodes'] == ['gpu02', 'gpu04']
-    assert [component['key'] for component in matrix['components']] == [key for key, _label in report.VERSION_COMPONENTS]
+    assert [component['key'] for component in matrix['components']] == [key for key, _label in figures.VERSION_COMPONENTS]
 
 
 def test_gpu_health():
-    health = report.gpu_health(LAB)
+    health = figures.gpu_health(LAB)
     assert health['columns'] == ['ECC', 'row remap', 'NVLink', 'Xid', 'dcgmi diag']
     rows = dict((row['node'], row) for row in health['rows'])
     assert not rows['gpu01']['bad'] and rows['gpu01']['cells'][4] == {'state': 'ok', 'text': 'pass (-r 2)'}
@@ -212,14 +279,24 @@ def test_gpu_health():
 def test_gpu_health_of_a_node_without_gpu_results():
     doc = copy.deepcopy(CLEAN)
     doc['nodes']['gpu01']['results'] = [r for r in doc['nodes']['gpu01']['results'] if r['area'] != 'gpu']
-    cells = report.gpu_health(doc)['rows'][0]['cells']
+    cells = figures.gpu_health(doc)['rows'][0]['cells']
     assert all(cell == {'state': 'none', 'text': 'not run'} for cell in cells)
+
+
+def test_results_table_worst_follows_the_check_direction():
+    doc = copy.deepcopy(CLEAN)
+    for index, name in enumerate(sorted(doc['nodes'])):
+        doc['nodes'][name]['results'].append(vr.new_result(
+            'fabric.link_speed', 'mlx5_0:1', 106.25 if index else 53.125, 106.25, bool(index), 'lane speed', unit='Gb/s'))
+    rows = dict((row['check'], row) for row in figures.results_table(doc))
+    assert rows['fabric.link_speed']['worst'] == 53.125  # higher is better: the worst is the lowest
+    assert rows['nccl.wrong']['worst'] == 0
 
 
 # ------------------------------------------------------------------ tables of the summary
 
 def test_results_table_baseline_measured_deviation():
-    rows = dict((row['check'], row) for row in report.results_table(LAB))
+    rows = dict((row['check'], row) for row in figures.results_table(LAB))
     busbw = rows['nccl.busbw']
     assert busbw['baseline'] == 400.0 and busbw['total'] == 4 and busbw['passed'] == 3
     assert busbw['worst'] == min(LAB['nccl']['single_node'][n]['busbw'] for n in LAB['nodes'])
@@ -231,7 +308,7 @@ def test_results_table_baseline_measured_deviation():
 
 
 def test_test_plan_lists_tools_and_parameters_per_area():
-    plan = dict((row['area'], row) for row in report.test_plan(LAB))
+    plan = dict((row['area'], row) for row in figures.test_plan(LAB))
     assert list(plan) == ['ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl']
     assert plan['gpu']['parameters'] == ['dcgm_diag_level=2']
     assert 'nccl_max_bytes=8G' in plan['nccl']['parameters'] and plan['net']['parameters'] == ['mtu=4092']
@@ -243,7 +320,7 @@ def test_test_plan_lists_tools_and_parameters_per_area():
 def test_compare_states_fixes_breaks_and_moved_figures():
     before = make_results(4, [('gpu_ecc', 'gpu01', 0), ('nccl_slow', 'gpu02', 0)])
     after = make_results(4, [('dcgm', 'gpu03', 0)], seed=2026)
-    comparison = report.compare(before, after, 0.05)
+    comparison = compare(before, after, 0.05)
     states = dict((row['node'], (row['before'], row['after'])) for row in comparison['nodes'])
     assert states == {'gpu01': ('fail', 'pass'), 'gpu02': ('fail', 'pass'), 'gpu03': ('pass', 'fail')}
     assert {'node': 'gpu03', 'check': 'gpu.dcgm_diag', 'subject': 'node'} in comparison['broken']
@@ -258,7 +335,7 @@ def test_compare_states_fixes_breaks_and_moved_figures():
 def test_compare_from_zero_and_absent_nodes():
     before = make_results(3)
     after = make_results(4, [('gpu_ecc', 'gpu01', 1)])
-    comparison = report.compare(before, after)
+    comparison = compare(before, after)
     assert {'node': 'gpu04', 'before': 'absent', 'after': 'pass', 'drained_before': False, 'drained_after': False} in \
         comparison['nodes']
     item = [item for item in comparison['moved'] if item['check'] == 'gpu.ecc'][0]
@@ -267,7 +344,7 @@ def test_compare_from_zero_and_absent_nodes():
 
 
 def test_compare_with_itself_changes_nothing():
-    comparison = report.compare(LAB, LAB)
+    comparison = compare(LAB, LAB)
     assert comparison['nodes'] == comparison['broken'] == comparison['fixed'] == comparison['moved'] == []
 
 
@@ -370,7 +447,7 @@ def _check_junit_structure(text):
 
 
 def test_junit_one_suite_per_area_one_case_per_node_and_check():
-    root = _check_junit_structure(report.junit_xml(LAB))
+    root = _check_junit_structure(junit.junit_xml(LAB))
     assert [suite.get('name') for suite in root] == ['ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl']
     fabric = root.find("testsuite[@name='fabric']")
     assert len(fabric.findall('testcase')) == 4  # 4 nodes x 1 check, 8 subjects each folded into the case
@@ -382,8 +459,8 @@ def test_junit_one_suite_per_area_one_case_per_node_and_check():
     assert failure.get('message') == 'mlx5_3:1: measured 1X, threshold 4X'
     assert failure.get('type') == 'fabric.link_width'
     assert 'next: reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3' in failure.text
-    perftest = root.find("testsuite[@name='perftest']/testcase[@classname='perftest.gpu03']/failure")
-    assert perftest.get('message').endswith('(and 2 more)')
+    failure = root.find("testsuite[@name='perftest']/testcase[@classname='perftest.gpu03']/failure")
+    assert failure.get('message').endswith('(and 2 more)')
     props = dict((prop.get('name'), prop.get('value')) for prop in root.find('testsuite/properties'))
     assert props == {'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain'}
     assert root.get('time') == '398'
@@ -394,7 +471,7 @@ def test_junit_escapes_markup_in_messages():
     doc['nodes']['gpu01']['results'].append(vr.new_result('gpu.model', 'node', 'H100 <SXM> & "x"', 'H100', False, 'a\nb'))
     doc['nodes']['gpu01']['passed'] = False
     doc['summary'] = vr.summarize(doc['nodes'])
-    root = _check_junit_structure(report.junit_xml(doc))
+    root = _check_junit_structure(junit.junit_xml(doc))
     failure = root.find(".//testcase[@classname='gpu.gpu01'][@name='gpu.model']/failure")
     assert 'H100 <SXM> & "x"' in failure.get('message')
 
@@ -407,7 +484,7 @@ def test_junit_validates_against_our_schema_with_xmllint(tmp_path):
     schema.write_text(JUNIT_XSD)
     for doc in (LAB, CLEAN):
         path = tmp_path / 'junit.xml'
-        path.write_text(report.junit_xml(doc))
+        path.write_text(junit.junit_xml(doc))
         run = subprocess.run([xmllint, '--noout', '--schema', str(schema), str(path)], capture_output=True, text=True,
                              check=False)
         assert run.returncode == 0, run.stderr
@@ -416,7 +493,7 @@ def test_junit_validates_against_our_schema_with_xmllint(tmp_path):
 # ------------------------------------------------------------------ Markdown and HTML
 
 def test_summary_markdown_sections():
-    text = report.summary_markdown(LAB)
+    text = markdown.summary_markdown(LAB)
     headings = re.findall(r'^## (.*)$', text, re.M)
     assert headings == ['Cluster and hardware inventory', 'Software and firmware versions', 'Test plan', 'Results',
                         'Failed items and actions', 'Sign-off']
@@ -433,14 +510,14 @@ def test_summary_markdown_sections():
 
 
 def test_summary_markdown_comparison_and_clean_run():
-    text = report.summary_markdown(LAB, report.compare(CLEAN, LAB))
+    text = markdown.summary_markdown(LAB, compare(CLEAN, LAB))
     assert '## Comparison with the run of 2026-11-29T17:00:03Z' in text and '| gpu02 | pass | fail (drained) |' in text
-    clean = report.summary_markdown(CLEAN)
+    clean = markdown.summary_markdown(CLEAN)
     assert '**Verdict: PASS**' in clean and '## Failed items and actions\n\nNone.' in clean
 
 
 def test_html_is_self_contained():
-    text = report.html_report(LAB, report.compare(CLEAN, LAB))
+    text = html.html_report(LAB, compare(CLEAN, LAB))
     assert text.startswith('<!DOCTYPE html>') and text.endswith('</html>\n')
     assert not re.search(r'(https?:|ftp:|//[a-z]|<script|<link|<img|@import|url\()', text, re.I)
     for anchor in ('comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu'):
@@ -454,7 +531,7 @@ def test_html_escapes_document_strings():
     doc = copy.deepcopy(CLEAN)
     doc['run']['inventory'] = '<script>alert(1)</script>'
     doc['nodes']['gpu01']['versions']['kernel'] = '6.1 <b>'
-    text = report.html_report(doc)
+    text = html.html_report(doc)
     assert '<script>' not in text and '&lt;script&gt;' in text and '6.1 &lt;b&gt;' in text
     assert '<header class="verdict pass"><h1>PASS</h1>' in text
 
@@ -480,7 +557,7 @@ def test_build_outputs_is_deterministic_and_respects_formats():
 
 def test_large_fleet_html_stays_bounded():
     doc = make_results(300, [('link_width', 'gpu0150', 1), ('gpu_ecc', 'gpu0007', 0)], max_rounds=3)
-    text = report.html_report(doc)
+    text = html.html_report(doc)
     assert '(blocks of 10 nodes)' in text
     assert '<p>299 nodes healthy in every column; the 1 others:</p>' in text
     assert 'Only the degraded and down links are listed.' in text
@@ -494,6 +571,6 @@ def test_unused_switch_ports_are_not_links():
     doc['fabric']['links'].append({'node_type': 'Switch', 'node_name': 'MF0;leaf-rail0:MQM9790/U1', 'port': 40,
                                    'width': None, 'lane_speed_gbps': None, 'state': 'Down', 'physical_state': 'Polling',
                                    'peer_lid': None, 'peer_port': None, 'peer_name': None, 'could_be': None, 'degraded': False})
-    table = report.link_table(doc)
+    table = figures.link_table(doc)
     assert table['unused'] == 1 and table['total'] == 16 and table['bad'] == 1
     assert 'MF0;leaf-rail0:MQM9790/U1' not in [row['node_name'] for row in table['rows']]

@@ -1,0 +1,95 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small text and number helpers shared by the report's figures and renderers.
+
+Pure functions only: no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import math
+
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_sort_key
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import ORDER
+
+
+def is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not (
+        isinstance(value, float) and (math.isnan(value) or math.isinf(value)))
+
+
+def median(values):
+    """The median of the numbers in ``values`` (others ignored); None when there are none."""
+    numbers = sorted(value for value in values if is_number(value))
+    if not numbers:
+        return None
+    middle = len(numbers) // 2
+    if len(numbers) % 2:
+        return numbers[middle]
+    low, high = numbers[middle - 1], numbers[middle]
+    if isinstance(low, int) and isinstance(high, int) and (low + high) % 2 == 0:
+        return (low + high) // 2
+    return (low + high) / 2.0
+
+
+def deviation(measured, baseline):
+    """(measured - baseline) / baseline, or None when either is not a number or the baseline is 0."""
+    if not is_number(measured) or not is_number(baseline) or baseline == 0:
+        return None
+    return (measured - baseline) / float(baseline)
+
+
+def fmt(value, unit=None):
+    """A measured value or threshold as text."""
+    if value is None:
+        text = '-'
+    elif isinstance(value, bool):
+        text = 'yes' if value else 'no'
+    elif isinstance(value, float):
+        text = ('%.2f' % value).rstrip('0').rstrip('.') if abs(value) < 1000 else '%.1f' % value
+    else:
+        text = str(value)
+    return '%s %s' % (text, unit) if unit and value is not None else text
+
+
+def fmt_pct(fraction, signed=True):
+    if fraction is None:
+        return '-'
+    return ('%+.1f%%' if signed else '%.1f%%') % (100.0 * fraction)
+
+
+def hostlist(names):
+    """A Slurm hostlist expression for the names, or the names joined when they do not compress."""
+    names = list(names)
+    if not names:
+        return ''
+    try:
+        return hostlist_compress(names)
+    except ParseError:
+        return ','.join(sorted(names))
+
+
+def sort_nodes(names):
+    return sorted(names, key=hostlist_sort_key)
+
+
+def check_order(check):
+    """Sort key: the order of the check records, unknown ids last."""
+    return (ORDER.index(check) if check in ORDER else len(ORDER), check)
+
+
+def hca_of(subject):
+    text = str(subject or '')
+    return text.split(':', 1)[0].split(' ', 1)[0]
+
+
+def node_results(doc):
+    """(node, result) for every result, nodes in natural order, results in document order."""
+    nodes = doc.get('nodes') or {}
+    for name in sort_nodes(nodes):
+        for result in nodes[name].get('results') or []:
+            yield name, result

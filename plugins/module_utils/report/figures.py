@@ -1,0 +1,289 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The figures of the acceptance report, computed from a results.json document.
+
+Failing checks with what to do next (the remedy of each check record in
+verify/checks.py), the NCCL bar chart's data, the fabric link table, the
+version matrix with odd ones out, GPU health per node, the per-test results
+table (baseline, measured, deviation) and the test plan. The perftest figures
+are in perftest.py, the comparison of two runs in compare.py. The renderers
+(html.py, junit.py, markdown.py) only lay these out.
+Pure functions only: no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS, higher_is_better
+from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
+    check_order, deviation, fmt, hca_of, hostlist, is_number, median, node_results, sort_nodes)
+from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects, suspect_text
+
+
+# The fabric link table lists every link up to this many, else only the degraded and down ones.
+LINK_ROWS = 200
+VERSION_COMPONENTS = (
+    ('driver', 'NVIDIA driver'), ('cuda', 'CUDA'), ('ofed', 'OFED / rdma-core'), ('hca_firmware', 'HCA firmware'),
+    ('slurm', 'Slurm'), ('kernel', 'kernel'), ('os', 'OS'), ('gpu_model', 'GPU model'),
+)
+GPU_COLUMNS = (
+    ('ECC', ('gpu.ecc_mode', 'gpu.ecc', 'gpu.retired_pages')),
+    ('row remap', ('gpu.row_remap',)),
+    ('NVLink', ('gpu.nvlink', 'gpu.nvlink_errors')),
+    ('Xid', ('gpu.xid',)),
+    ('dcgmi diag', ('gpu.dcgm_diag',)),
+)
+AREA_TOOLS = {
+    'ib': 'ibstat, ibv_devinfo (aicluster.infra.ib_info)',
+    'fabric': 'iblinkinfo (aicluster.infra.fabric_info)',
+    'perftest': 'ib_write_bw / ib_read_bw / ib_write_lat (perftest), rail-aligned node pairs',
+    'net': 'ping -M do at the configured MTU',
+    'gpu': 'nvidia-smi (aicluster.infra.gpu_info), dcgmi diag (aicluster.infra.dcgm_diag), kernel log',
+    'nccl': 'nccl-tests all_reduce_perf, single node and multi-node',
+    'node': 'Ansible connection to the node; its check tasks ran',
+}
+PARAMETER_AREAS = (('perftest', 'perftest'), ('nccl', 'nccl'), ('dcgm', 'gpu'), ('gpu', 'gpu'), ('ib', 'ib'),
+                   ('fabric', 'fabric'), ('mtu', 'net'), ('net', 'net'))
+
+
+class _Blank(dict):
+    def __missing__(self, key):
+        return '?'
+
+
+def next_action(node, result, suspects=None):
+    """What to do about a failed result, from its check record's remedy; the result's own message for an unknown check."""
+    record = CHECKS.get(result.get('check'))
+    template = record.remedy if record is not None else None
+    if not template:
+        return str(result.get('message') or '')
+    fields = _Blank(node=node, subject=result.get('subject') or 'node', hca=hca_of(result.get('subject')),
+                    peer=result.get('peer') or 'its switch port', partner=result.get('partner') or 'its partner',
+                    measured=fmt(result.get('measured')), threshold=fmt(result.get('threshold')),
+                    unit=result.get('unit') or '')
+    if str(result.get('check', '')).startswith('perftest.'):
+        fields['suspect'] = suspect_text(node, result, suspects or {})
+    return template.format_map(fields)
+
+
+def failing_checks(doc):
+    """Every failed result (plus a failed multi-node NCCL run) as a row with its next action, by area, node, check."""
+    suspects = perftest_suspects((doc.get('perftest') or {}).get('pairs') or [])
+    rows = []
+    for node, result in node_results(doc):
+        if result.get('passed', True):
+            continue
+        rows.append({
+            'node': node, 'check': result.get('check'), 'area': result.get('area'), 'subject': result.get('subject'),
+            'measured': result.get('measured'), 'threshold': result.get('threshold'), 'unit': result.get('unit'),
+            'deviation': deviation(result.get('measured'), result.get('threshold')),
+            'message': result.get('message') or '', 'action': next_action(node, result, suspects),
+        })
+    multi = (doc.get('nccl') or {}).get('multi_node') or {}
+    if multi and multi.get('passed') is False:
+        result = {'check': 'nccl.multi_node_busbw', 'subject': hostlist(multi.get('nodes') or []),
+                  'measured': multi.get('busbw'), 'threshold': multi.get('threshold'), 'unit': 'GB/s'}
+        rows.append({'node': 'fleet', 'check': result['check'], 'area': 'nccl', 'subject': result['subject'],
+                     'measured': result['measured'], 'threshold': result['threshold'], 'unit': 'GB/s',
+                     'deviation': deviation(result['measured'], result['threshold']),
+                     'message': 'multi-node all_reduce busbw %s GB/s, threshold %s GB/s' % (
+                         fmt(multi.get('busbw')), fmt(multi.get('threshold'))),
+                     'action': next_action('fleet', result)})
+    rows.sort(key=lambda row: (row['node'] == 'fleet', hostlist_sort_key(row['node']), check_order(row['check']),
+                               str(row['subject'])))
+    return rows
+
+
+def nccl_chart(doc):
+    """Per node: single-node all_reduce busbw and whether its NCCL checks passed; threshold, fleet median, slow floor."""
+    nccl = doc.get('nccl') or {}
+    single = nccl.get('single_node') or {}
+    values, failed, thresholds, floors = {}, set(), [], []
+    for node, result in node_results(doc):
+        check = result.get('check')
+        if check == 'nccl.busbw':
+            values.setdefault(node, result.get('measured'))
+            thresholds.append(result.get('threshold'))
+        elif check == 'nccl.slow_node':
+            floors.append(result.get('threshold'))
+        if str(check).startswith('nccl.') and not result.get('passed', True):
+            failed.add(node)
+    for node, figures in single.items():
+        if isinstance(figures, dict) and is_number(figures.get('busbw')):
+            values[node] = figures['busbw']
+    bars = [{'node': node, 'busbw': values[node], 'passed': node not in failed}
+            for node in sort_nodes(values) if is_number(values[node])]
+    fleet_median = nccl.get('fleet_median')
+    if not is_number(fleet_median):
+        fleet_median = median(entry['busbw'] for entry in bars)
+    return {'bars': bars, 'threshold': median(thresholds), 'median': fleet_median, 'slow_floor': median(floors),
+            'multi_node': nccl.get('multi_node') or None}
+
+
+def link_table(doc, limit=LINK_ROWS):
+    """Fabric links: all of them up to ``limit``, else only the bad ones, plus counts per (width, speed, state).
+
+    Switch ports that are down with nothing at the other end are unused ports, not
+    links: iblinkinfo prints every port of a 64-port leaf. They are counted apart
+    (``unused``); an unplugged cable looks the same from the switch, and the
+    node-side port checks (ib.port_state) are what catch it.
+    """
+    every = list((doc.get('fabric') or {}).get('links') or [])
+    links = [link for link in every if not _unused_switch_port(link)]
+    degraded_ids = set(id(link) for link in (doc.get('fabric') or {}).get('degraded') or [])
+
+    def bad(link):
+        return bool(link.get('degraded')) or id(link) in degraded_ids or link.get('state') not in (None, 'Active') or \
+            link.get('physical_state') not in (None, 'LinkUp')
+
+    counts = {}
+    for link in links:
+        key = (fmt(link.get('width')), fmt(link.get('lane_speed_gbps')), fmt(link.get('state')))
+        counts[key] = counts.get(key, 0) + 1
+    rows = [dict(link, bad=bad(link)) for link in links]
+    shown_all = len(rows) <= limit
+    if not shown_all:
+        rows = [row for row in rows if row['bad']]
+    degraded = [link for link in links if bad(link)]
+    if not links and (doc.get('fabric') or {}).get('degraded'):
+        rows = [dict(link, bad=True) for link in doc['fabric']['degraded']]
+        degraded = list(doc['fabric']['degraded'])
+    return {'rows': rows, 'total': len(links), 'bad': len(degraded), 'shown_all': shown_all,
+            'unused': len(every) - len(links),
+            'counts': sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
+
+
+def _unused_switch_port(link):
+    return (link.get('node_type') == 'Switch' and link.get('state') != 'Active'
+            and not link.get('peer_name') and link.get('peer_lid') is None)
+
+
+def _version_value(versions, key):
+    value = versions.get(key)
+    if key == 'hca_firmware' and isinstance(value, dict):
+        if not value:
+            return None
+        tally = {}
+        for firmware in value.values():
+            tally[firmware] = tally.get(firmware, 0) + 1
+        common = sorted(tally.items(), key=lambda item: (-item[1], str(item[0])))[0][0]
+        others = ['%s %s' % (hca, firmware) for hca, firmware in sorted(value.items()) if firmware != common]
+        return '%s (%s)' % (common, ', '.join(others)) if others else str(common)
+    return None if value is None else str(value)
+
+
+def version_matrix(doc):
+    """Per component: each value with its nodes, the majority value and the odd ones out; per node its values."""
+    nodes = doc.get('nodes') or {}
+    names = sort_nodes(nodes)
+    per_node = dict((name, {}) for name in names)
+    components = []
+    for key, label in VERSION_COMPONENTS:
+        groups = {}
+        for name in names:
+            value = _version_value(nodes[name].get('versions') or {}, key)
+            per_node[name][key] = value
+            if value is not None:
+                groups.setdefault(value, []).append(name)
+        if not groups:
+            continue
+        ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+        majority = ordered[0][0]
+        odd = sort_nodes(name for value, members in ordered[1:] for name in members)
+        components.append({'key': key, 'label': label, 'majority': majority, 'count': len(groups[majority]),
+                           'reported': sum(len(members) for members in groups.values()),
+                           'values': [{'value': value, 'nodes': members, 'hostlist': hostlist(members)}
+                                      for value, members in ordered],
+                           'odd': odd})
+    odd_nodes = sort_nodes(set(name for component in components for name in component['odd']))
+    return {'components': components, 'nodes': per_node, 'odd_nodes': odd_nodes}
+
+
+def gpu_health(doc):
+    """Per node, one cell per GPU_COLUMNS entry: state ok / fail / none (not run) and a short text."""
+    level = ((doc.get('run') or {}).get('parameters') or {}).get('dcgm_diag_level')
+    rows = []
+    for name in sort_nodes(doc.get('nodes') or {}):
+        results = [result for result in doc['nodes'][name].get('results') or [] if result.get('area') == 'gpu']
+        cells = []
+        for column, checks in GPU_COLUMNS:
+            mine = [result for result in results if result.get('check') in checks]
+            bad = [result for result in mine if not result.get('passed', True)]
+            if not mine:
+                cells.append({'state': 'none', 'text': 'not run'})
+            elif bad:
+                cells.append({'state': 'fail', 'text': '; '.join(
+                    '%s: %s' % (result.get('subject'), fmt(result.get('measured'))) for result in bad)})
+            else:
+                cells.append({'state': 'ok', 'text': 'ok'})
+            if column == 'dcgmi diag' and mine:
+                diag_level = mine[0].get('level', level)
+                if diag_level is not None:
+                    cells[-1]['text'] = '%s (-r %s)' % ('pass' if not bad else cells[-1]['text'], diag_level)
+        rows.append({'node': name, 'cells': cells, 'bad': any(cell['state'] == 'fail' for cell in cells)})
+    return {'columns': [column for column, _checks in GPU_COLUMNS], 'rows': rows}
+
+
+def results_table(doc):
+    """Per check id that ran: baseline (the threshold), measured median and worst, deviations, passed of total."""
+    by_check = {}
+    for _node, result in node_results(doc):
+        by_check.setdefault(result.get('check'), []).append(result)
+    rows = []
+    for check in sorted(by_check, key=check_order):
+        results = by_check[check]
+        passed = sum(1 for result in results if result.get('passed', True))
+        measured = [result.get('measured') for result in results]
+        thresholds = [result.get('threshold') for result in results]
+        unit = next((result.get('unit') for result in results if result.get('unit')), None)
+        row = {'check': check, 'what': CHECKS[check].description if check in CHECKS else check,
+               'passed': passed, 'total': len(results),
+               'unit': unit, 'numeric': all(is_number(value) for value in measured + thresholds)}
+        if row['numeric']:
+            higher = higher_is_better(check)
+            base = median(thresholds)
+            row['baseline'] = base if min(thresholds) == max(thresholds) else (min(thresholds), max(thresholds))
+            row['median'] = median(measured)
+            row['worst'] = min(measured) if higher else max(measured)
+            row['deviation'] = deviation(row['median'], base)
+            row['worst_deviation'] = deviation(row['worst'], base)
+        else:
+            expected = sorted(set(str(value) for value in thresholds))
+            row['baseline'] = ', '.join(expected)
+            values = {}
+            for value in measured:
+                values[fmt(value)] = values.get(fmt(value), 0) + 1
+            row['values'] = sorted(values.items(), key=lambda item: (-item[1], item[0]))
+        rows.append(row)
+    multi = (doc.get('nccl') or {}).get('multi_node') or {}
+    if is_number(multi.get('busbw')) and 'nccl.multi_node_busbw' not in by_check:
+        rows.append({'check': 'nccl.multi_node_busbw', 'what': CHECKS['nccl.multi_node_busbw'].description,
+                     'passed': 1 if multi.get('passed') else 0, 'total': 1, 'unit': 'GB/s', 'numeric': True,
+                     'baseline': multi.get('threshold'), 'median': multi['busbw'], 'worst': multi['busbw'],
+                     'deviation': deviation(multi['busbw'], multi.get('threshold')),
+                     'worst_deviation': deviation(multi['busbw'], multi.get('threshold'))})
+    return rows
+
+
+def test_plan(doc):
+    """Per check area that ran: tools, parameters (from run.parameters) and the check ids that judged it."""
+    run = doc.get('run') or {}
+    parameters = run.get('parameters') or {}
+    ran = set(result.get('area') for _node, result in node_results(doc))
+    areas = [area for area in AREAS if area in (run.get('checks') or []) or area in ran]
+    rows = []
+    for area in areas:
+        mine = []
+        for key in sorted(parameters):
+            for prefix, owner in PARAMETER_AREAS:
+                if key.startswith(prefix):
+                    if owner == area:
+                        mine.append('%s=%s' % (key, parameters[key]))
+                    break
+        checks = sorted(set(result.get('check') for _node, result in node_results(doc) if result.get('area') == area),
+                        key=check_order)
+        rows.append({'area': area, 'tools': AREA_TOOLS.get(area, ''), 'parameters': mine, 'checks': checks})
+    return rows

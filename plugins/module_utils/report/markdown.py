@@ -1,0 +1,138 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""summary.md: the acceptance report as Markdown, for a ticket or a sign-off.
+
+Pure functions only: no I/O.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, hostlist
+from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks, results_table, test_plan, version_matrix
+
+
+def _md(text):
+    return str(text).replace('|', '\\|').replace('\n', ' ')
+
+
+def _baseline_text(row):
+    baseline = row.get('baseline')
+    if isinstance(baseline, tuple):
+        return '%s..%s' % (fmt(baseline[0], row.get('unit')), fmt(baseline[1], row.get('unit')))
+    return fmt(baseline, row.get('unit')) if row.get('numeric') else str(baseline)
+
+
+def _measured_text(row):
+    if row.get('numeric'):
+        if row['total'] == 1:
+            return fmt(row['median'], row.get('unit'))
+        return 'median %s, worst %s' % (fmt(row['median'], row.get('unit')), fmt(row['worst'], row.get('unit')))
+    return ', '.join('%s x%d' % (value, count) for value, count in row['values'][:4]) + (
+        ', ...' if len(row['values']) > 4 else '')
+
+
+def _deviation_text(row):
+    if not row.get('numeric') or row.get('deviation') is None:
+        return '-'
+    if row['total'] == 1:
+        return fmt_pct(row['deviation'])
+    return '%s (worst %s)' % (fmt_pct(row['deviation']), fmt_pct(row['worst_deviation']))
+
+
+def _inventory_lines(doc):
+    nodes = doc.get('nodes') or {}
+    matrix = version_matrix(doc)
+    majority = dict((component['key'], component['majority']) for component in matrix['components'])
+    first = next((node.get('versions') or {} for node in nodes.values() if node.get('versions')), {})
+    hcas = len(first.get('hca_firmware') or {}) if isinstance(first.get('hca_firmware'), dict) else None
+    perftest = doc.get('perftest') or {}
+    links = (doc.get('fabric') or {}).get('links') or []
+    lines = ['- Nodes: %d (`%s`)' % (len(nodes), hostlist(nodes))]
+    if majority.get('gpu_model') or first.get('gpu_count'):
+        lines.append('- GPUs per node: %s x %s' % (first.get('gpu_count', '?'), majority.get('gpu_model', '?')))
+    if hcas:
+        lines.append('- HCAs per node: %d' % hcas)
+    if links:
+        lines.append('- Fabric links seen: %d' % len(links))
+    if perftest.get('pairs'):
+        lines.append('- perftest: %d pair results in %d rounds' % (len(perftest['pairs']), len(perftest.get('rounds') or [])))
+    return lines
+
+
+def summary_markdown(doc, comparison=None):
+    run = doc.get('run') or {}
+    summary = doc.get('summary') or {}
+    out = ['# Acceptance test report: %s' % (run.get('inventory') or 'cluster'), '']
+    out.append('**Verdict: %s** (%s of %s nodes passed, %s failed, %s drained)' % (
+        summary.get('verdict', '?'), summary.get('passed', '?'), summary.get('nodes', '?'), summary.get('failed', '?'),
+        summary.get('drained', '?')))
+    out += ['', '| | |', '|---|---|',
+            '| Run | %s to %s |' % (_md(run.get('started', '?')), _md(run.get('finished', '?'))),
+            '| Inventory | %s |' % _md(run.get('inventory', '?')),
+            '| Collection | aicluster.infra %s |' % _md(run.get('collection_version', '?')),
+            '| Gate mode | %s |' % _md(run.get('mode', '?')), '']
+    out += ['## Cluster and hardware inventory', ''] + _inventory_lines(doc) + ['']
+    matrix = version_matrix(doc)
+    out += ['## Software and firmware versions', '', '| component | fleet value | nodes | odd ones out |', '|---|---|---|---|']
+    for component in matrix['components']:
+        others = '; '.join('%s: `%s`' % (value['value'], value['hostlist']) for value in component['values'][1:]) or 'none'
+        out.append('| %s | %s | %d of %d | %s |' % (
+            _md(component['label']), _md(component['majority']), component['count'], component['reported'], _md(others)))
+    out += ['', '## Test plan', '', '| area | tools | parameters | criteria (check ids) |', '|---|---|---|---|']
+    for row in test_plan(doc):
+        out.append('| %s | %s | %s | %s |' % (row['area'], _md(row['tools']), _md(', '.join(row['parameters']) or '-'),
+                                              _md(', '.join(row['checks']) or '-')))
+    out += ['', '## Results', '',
+            'Baseline is the acceptance threshold; deviation is the median (and the worst node) against it.', '',
+            '| test | what | baseline | measured | deviation | passed |', '|---|---|---|---|---|---|']
+    for row in results_table(doc):
+        out.append('| `%s` | %s | %s | %s | %s | %d of %d |' % (
+            row['check'], _md(row['what']), _md(_baseline_text(row)), _md(_measured_text(row)), _md(_deviation_text(row)),
+            row['passed'], row['total']))
+    failures = failing_checks(doc)
+    out += ['', '## Failed items and actions', '']
+    if not failures:
+        out.append('None.')
+    else:
+        out += ['| node | check | subject | measured | threshold | action |', '|---|---|---|---|---|---|']
+        for row in failures:
+            out.append('| %s | `%s` | %s | %s | %s | %s |' % (
+                _md(row['node']), row['check'], _md(row['subject']), _md(fmt(row['measured'], row['unit'])),
+                _md(fmt(row['threshold'], row['unit'])), _md(row['action'])))
+    if comparison is not None:
+        out += [''] + _comparison_markdown(comparison)
+    out += ['', '## Sign-off', '',
+            'The results above were measured on the nodes listed, with the tools and parameters of the test plan.', '',
+            '| role | name | signature | date |', '|---|---|---|---|',
+            '| Delivery engineer | | | |', '| Customer representative | | | |', '']
+    return '\n'.join(out)
+
+
+def _comparison_markdown(comparison):
+    before, after = comparison['before'], comparison['after']
+    out = ['## Comparison with the run of %s' % (before.get('started') or 'an earlier run'), '',
+           'Verdict %s -> %s; figures listed when they moved by more than %s.' % (
+               (before.get('summary') or {}).get('verdict', '?'), (after.get('summary') or {}).get('verdict', '?'),
+               fmt_pct(comparison['threshold'], signed=False)), '']
+    if comparison['nodes']:
+        out += ['| node | before | after |', '|---|---|---|']
+        for row in comparison['nodes']:
+            out.append('| %s | %s%s | %s%s |' % (row['node'], row['before'], ' (drained)' if row['drained_before'] else '',
+                                                 row['after'], ' (drained)' if row['drained_after'] else ''))
+    else:
+        out.append('No node changed state.')
+    for title, key in (('Newly failing', 'broken'), ('Fixed', 'fixed')):
+        if comparison[key]:
+            items = ['%s `%s` %s' % (item['node'], item['check'], item['subject']) for item in comparison[key][:50]]
+            out += ['', '%s: %s' % (title, '; '.join(items))]
+    if comparison['moved']:
+        out += ['', '| node | check | subject | before | after | change |', '|---|---|---|---|---|---|']
+        for item in comparison['moved'][:MOVED_ROWS]:
+            out.append('| %s | `%s` | %s | %s | %s | %s |' % (
+                item['node'], item['check'], _md(item['subject']), fmt(item['before'], item['unit']),
+                fmt(item['after'], item['unit']), fmt_pct(item['change']) if item['change'] is not None else 'from 0'))
+    return out
