@@ -116,6 +116,12 @@ _RECORDS = (
           measures='persistence mode on',
           default='Enabled',
           source='NVIDIA recommends nvidia-persistenced on compute nodes (driver persistence daemon docs)'),
+    Check('gpu.ecc_mode', 'gpu', 'ECC mode enabled', 'equal', None,
+          'enable ECC on {subject} of {node} (nvidia-smi -i N -e 1) and reboot the node; the change applies at the next reset',
+          measures='`ecc.mode.current` of every GPU',
+          default='Enabled',
+          source=('NVIDIA data-centre GPUs ship with ECC enabled (nvidia-smi `-e`); HBM without ECC hides memory faults'
+                  ' from every other memory check')),
     Check('gpu.ecc', 'gpu', 'no volatile uncorrectable ECC errors', 'lower', None,
           'drain {node}, reset {subject} (nvidia-smi -r -i) and run dcgmi diag -r 3; RMA the GPU if the errors return',
           measures='volatile uncorrectable ECC',

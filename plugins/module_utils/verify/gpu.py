@@ -28,7 +28,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.results imp
 GROUPS = (
     ('inventory', ('gpu.count', 'gpu.model')),
     ('persistence', ('gpu.persistence',)),
-    ('memory', ('gpu.ecc', 'gpu.retired_pages', 'gpu.row_remap')),
+    ('memory', ('gpu.ecc_mode', 'gpu.ecc', 'gpu.retired_pages', 'gpu.row_remap')),
     ('nvlink', ('gpu.nvlink', 'gpu.nvlink_errors')),
     ('xid', ('gpu.xid',)),
     ('processes', ('gpu.processes',)),

@@ -37,6 +37,15 @@ def _persistence(gpu, label):
                                                   'disabled; enable nvidia-persistenced (nvidia-smi -pm 1)'))
 
 
+def _ecc_mode(gpu, label):
+    enabled = gpu.get('ecc_enabled')
+    measured = 'N/A' if enabled is None else ('Enabled' if enabled else 'Disabled')
+    advice = {None: ' (not reported by nvidia-smi)', True: '',
+              False: '; enable it (nvidia-smi -i %s -e 1) and reboot: without ECC, HBM faults go unseen' % gpu.get('index')}
+    return new_result('gpu.ecc_mode', label, measured, 'Enabled', enabled is not False,
+                      '%s ECC mode %s%s' % (label, measured, advice[enabled]))
+
+
 def _ecc(gpu, label, expected):
     value = gpu.get('ecc_errors_uncorrected_volatile')
     limit = int(expected.get('ecc_uncorrected_max') or 0)
@@ -58,12 +67,14 @@ def _row_remap(gpu, label):
 
 
 def per_gpu_results(gpus, expected, checks):
-    """gpu.persistence, gpu.ecc, gpu.row_remap for each GPU of gpu_info, GPU by GPU."""
+    """gpu.persistence, gpu.ecc_mode, gpu.ecc, gpu.row_remap for each GPU of gpu_info, GPU by GPU."""
     results = []
     for gpu in gpus:
         label = 'GPU %s' % gpu.get('index')
         if 'gpu.persistence' in checks and expected.get('persistence', True):
             results.append(_persistence(gpu, label))
+        if 'gpu.ecc_mode' in checks:
+            results.append(_ecc_mode(gpu, label))
         if 'gpu.ecc' in checks:
             results.append(_ecc(gpu, label, expected))
         if 'gpu.row_remap' in checks:

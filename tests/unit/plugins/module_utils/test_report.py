@@ -283,6 +283,16 @@ def test_gpu_health_of_a_node_without_gpu_results():
     assert all(cell == {'state': 'none', 'text': 'not run'} for cell in cells)
 
 
+def test_gpu_health_ecc_column_holds_ecc_mode():
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu02']['results'].append(
+        vr.new_result('gpu.ecc_mode', 'GPU 5', 'Disabled', 'Enabled', False, 'GPU 5 ECC mode Disabled, expected Enabled'))
+    rows = dict((row['node'], row) for row in figures.gpu_health(doc)['rows'])
+    assert rows['gpu02']['cells'][0] == {'state': 'fail', 'text': 'GPU 5: Disabled'} and rows['gpu02']['bad']
+    assert rows['gpu01']['cells'][0] == {'state': 'ok', 'text': 'ok'}
+    assert 'enable ECC on GPU 5 of gpu02' in figures.failing_checks(doc)[0]['action']
+
+
 def test_results_table_worst_follows_the_check_direction():
     doc = copy.deepcopy(CLEAN)
     for index, name in enumerate(sorted(doc['nodes'])):

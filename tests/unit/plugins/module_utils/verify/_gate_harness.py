@@ -165,8 +165,8 @@ def nccl_expected(play):
             'ranks_per_node': play.v('verify_nccl_multi_node_ranks_per_node')}
 
 
-def role_verify_nccl(play):
-    """roles/verify_nccl: gpu_info and all_reduce_perf per node, verify_nccl; then multi_node.yml."""
+def nccl_single_node(play):
+    """roles/verify_nccl main.yml up to the single-node decision: gpu_info and all_reduce_perf per node, verify_nccl."""
     single = _on(play.v('verify_nccl_single_node_enabled'))
     observations = {}
     for host in play.hosts:
@@ -174,6 +174,24 @@ def role_verify_nccl(play):
         run = play.observed(host, 'nccl') if single and not info.get('failed') else SKIPPED
         observations[host] = {'gpu_info': info, 'run': run}
     play.outcomes['nccl'] = vf.verify_nccl(observations, nccl_expected(play))
+
+
+def nccl_ready(play):
+    """multi_node.yml: the nodes that pass so far and Slurm has in service (verify_ready_nodes)."""
+    return vf.verify_ready_nodes(play.facts(), play.case.get('slurm_nodes') or [], play.hosts)
+
+
+def ready_for_multi_node(case_in):
+    """The nodes the multi-node run takes in a case: the roles replayed up to that point."""
+    play = Play(copy.deepcopy(case_in))
+    for role in (role_verify_ib, role_verify_perftest, role_verify_gpu, nccl_single_node):
+        role(play)
+    return nccl_ready(play)
+
+
+def role_verify_nccl(play):
+    """roles/verify_nccl: the single-node decision, then multi_node.yml."""
+    nccl_single_node(play)
     srun_host = play.v('verify_nccl_srun_host') or play.slurm_host
     if _on(play.v('verify_nccl_multi_node_enabled')) and srun_host != '':
         nccl_multi_node(play)
@@ -181,7 +199,7 @@ def role_verify_nccl(play):
 
 def nccl_multi_node(play):
     """multi_node.yml: the ready nodes (verify_ready_nodes), srun when two or more, verify_nccl_multi_node."""
-    participants = vf.verify_ready_nodes(play.facts(), play.case.get('slurm_nodes') or [], play.hosts)
+    participants = nccl_ready(play)
     multi = play.case.get('nccl_multi')
     run = SKIPPED
     if len(participants) >= 2:

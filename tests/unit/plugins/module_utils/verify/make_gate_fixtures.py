@@ -45,7 +45,7 @@ import yaml  # noqa: E402
 from ansible.module_utils import basic  # noqa: E402
 from ansible.module_utils.common import warnings as ansible_warnings  # noqa: E402
 
-from ansible_collections.aicluster.infra.plugins.filter import verify as vf  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as verify_perftest  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.modules import (  # noqa: E402
     dcgm_diag, fabric_info, gpu_info, ib_info, slurm_node_info,
@@ -289,7 +289,7 @@ def observe_perftest(lab, variables, endpoints):
     for test in enabled:
         out[test] = {}
         pairs = [[client, server] for client in nodes for server in nodes if client != server]
-        for spec in vf.verify_perftest_tests(pairs, endpoints, variables['verify_perftest_base_port']):
+        for spec in verify_perftest.round_tests(pairs, endpoints, variables['verify_perftest_base_port']):
             key = '%s>%s:%d' % (spec['client'], spec['server'], spec['rail'])
             out[test][key] = perftest_pair(lab, tools[test], spec, perftest_common(variables, test))
     return out
@@ -340,8 +340,8 @@ def observe(name, spec):
                                                    '-e', str(variables['verify_nccl_max_bytes']),
                                                    '-f', str(variables['verify_nccl_step_factor']), '-g', str(gpus)])
             if not observed['ib_info'].get('failed'):
-                endpoints[host] = vf.verify_perftest_endpoint(observed['ib_info'], variables['verify_perftest_hcas'],
-                                                              variables['verify_perftest_link_layer'], host)
+                endpoints[host] = verify_perftest.endpoint(observed['ib_info'], variables['verify_perftest_hcas'],
+                                                           variables['verify_perftest_link_layer'], host)
             case['hosts'][host] = observed
         case['fabric_info'] = run_module(fabric_info, {}, {'iblinkinfo': hwsim_tool(lab, reachable[0])})
         case['perftest'] = observe_perftest(lab, variables, endpoints)
@@ -361,18 +361,7 @@ def observe(name, spec):
 
 def multi_node_participants(case):
     """The nodes the verify_nccl role picks for its multi-node run, replayed by the harness up to that point."""
-    play = _gate_harness.Play(json.loads(json.dumps(case)))
-    _gate_harness.role_verify_ib(play)
-    _gate_harness.role_verify_perftest(play)
-    _gate_harness.role_verify_gpu(play)
-    for host in play.hosts:
-        _gate_harness.verify_nccl_start_with_no_results(play, host)
-    for host in play.hosts:
-        _gate_harness.verify_nccl_run_single_node(play, host)
-    for host in play.hosts:
-        if 'nccl' in play.fact(host, 'verify_nccl_raw'):
-            _gate_harness.verify_nccl_decide_per_node(play, host)
-    return _gate_harness.nccl_participants(play)
+    return _gate_harness.ready_for_multi_node(json.loads(json.dumps(case)))
 
 
 def srun_all_reduce(lab, variables, participants, case):
@@ -526,7 +515,7 @@ CASES = {
                        'fatal Xid 79 on GPU 5 and a leftover process on GPU 0; gpu04 healthy hardware. Hand edits: '
                        'gpu02 GPU 6 persistence mode disabled and gpu03 GPU 3 an "NVIDIA A100-SXM4-80GB" (type a100; hwsim '
                        'always reports Enabled and the profile model), gpu04 NVLink counters of GPU 2 link 5 '
-                       'raised over the limits (hwsim prints zeros). Proves every gpu.* check except ecc_mode fails '
+                       'raised over the limits (hwsim prints zeros) and ECC mode disabled on GPU 2. Proves every gpu.* check fails '
                        'where injected (gpu.dcgm_diag fails too on gpu02: hwsim\'s diag reports the pending retirement), '
                        'all_reduce_perf runs -g 7 on the node missing a GPU, and the multi-node run is skipped.',
         'nodes': 4,
@@ -534,6 +523,7 @@ CASES = {
                    ('gpu02', ['ecc-pending', '1']), ('gpu02', ['row-remap-pending', '4']),
                    ('gpu03', ['xid', '5', '79']), ('gpu03', ['gpu-process', '0', '31337', 'python3'])],
         'edits': [set_gpu('gpu02', 6, persistence_mode=False), set_gpu('gpu03', 3, name='NVIDIA A100-SXM4-80GB', type='a100'),
+                  set_gpu('gpu04', 2, ecc_enabled=False),
                   nvlink_counter('gpu04', 2, 5, 'replay_errors', 250), nvlink_counter('gpu04', 2, 5, 'crc_errors', 180),
                   nvlink_counter('gpu04', 2, 5, 'recovery_errors', 2)],
     },

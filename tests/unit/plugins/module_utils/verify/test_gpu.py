@@ -50,7 +50,8 @@ def _ran(stdout, rc=0, stderr=''):
 
 
 def _gpu_info(count=8, health=None):
-    model = {'name': 'NVIDIA H100 80GB HBM3', 'type': 'h100', 'persistence_mode': True, 'ecc_errors_uncorrected_volatile': 0,
+    model = {'name': 'NVIDIA H100 80GB HBM3', 'type': 'h100', 'persistence_mode': True, 'ecc_enabled': True,
+             'ecc_errors_uncorrected_volatile': 0,
              'remapped_rows_pending': False, 'remapped_rows_failure': False}
     gpus = []
     for index in range(count):
@@ -62,7 +63,7 @@ def _gpu_info(count=8, health=None):
 
 def test_enabled_checks_by_group():
     assert gpu.enabled_checks(None) == [check for dummy, checks in gpu.GROUPS for check in checks]
-    assert gpu.enabled_checks(_only('memory', 'xid')) == ['gpu.ecc', 'gpu.retired_pages', 'gpu.row_remap', 'gpu.xid']
+    assert gpu.enabled_checks(_only('memory', 'xid')) == ['gpu.ecc_mode', 'gpu.ecc', 'gpu.retired_pages', 'gpu.row_remap', 'gpu.xid']
     assert 'gpu.dcgm_diag' not in gpu.enabled_checks({'dcgm': False})
 
 
@@ -72,7 +73,8 @@ def test_gpus_healthy_node_passes_everything():
     results = gpu.evaluate_gpu(observed, dict(EXPECTED, dcgm_level=1))
     assert results and not _failed(results)
     assert set(r['check'] for r in results) == {
-        'gpu.count', 'gpu.model', 'gpu.persistence', 'gpu.ecc', 'gpu.row_remap', 'gpu.xid', 'gpu.processes', 'gpu.dcgm_diag'}
+        'gpu.count', 'gpu.model', 'gpu.persistence', 'gpu.ecc_mode', 'gpu.ecc', 'gpu.row_remap', 'gpu.xid', 'gpu.processes',
+        'gpu.dcgm_diag'}
 
 
 def test_gpus_faults_named_per_gpu():
@@ -176,7 +178,7 @@ def test_skipped_tools_skip_their_checks():
     observed = dict((key, skipped) for key in tools)
     observed['gpu_info'] = _gpu_info()
     checks = set(r['check'] for r in gpu.evaluate_gpu(observed, EXPECTED))
-    assert checks == {'gpu.count', 'gpu.model', 'gpu.persistence', 'gpu.ecc', 'gpu.row_remap'}
+    assert checks == {'gpu.count', 'gpu.model', 'gpu.persistence', 'gpu.ecc_mode', 'gpu.ecc', 'gpu.row_remap'}
 
 
 def test_gpu_fleet_driver():
@@ -231,3 +233,20 @@ def test_gpu_stand_in_faults(tmp_path, fault, check, subject):
     assert lab.run('gpu01', ['hwsim', 'fault'] + fault)[0] == 0
     bad = _failed(run())
     assert [(r['check'], r['subject']) for r in bad] == [(check, subject)]
+
+
+@pytest.mark.parametrize('enabled, passed, measured', [(True, True, 'Enabled'), (False, False, 'Disabled'), (None, True, 'N/A')],
+                         ids=['enabled', 'disabled', 'not-reported'])
+def test_ecc_mode(enabled, passed, measured):
+    observed = {'gpu_info': _gpu_info(health={3: {'ecc_enabled': enabled}})}
+    results = [r for r in gpu.evaluate_gpu(observed, dict(EXPECTED, enabled=_only('memory'))) if r['check'] == 'gpu.ecc_mode']
+    assert len(results) == 8 and all(r['passed'] for r in results if r['subject'] != 'GPU 3')
+    mine = [r for r in results if r['subject'] == 'GPU 3'][0]
+    assert (mine['passed'], mine['measured'], mine['threshold']) == (passed, measured, 'Enabled')
+    if not passed:
+        assert 'nvidia-smi -i 3 -e 1' in mine['message'] and 'reboot' in mine['message']
+
+
+def test_ecc_mode_off_with_the_memory_group():
+    observed = {'gpu_info': _gpu_info(health={0: {'ecc_enabled': False}})}
+    assert not [r for r in gpu.evaluate_gpu(observed, dict(EXPECTED, enabled=_only('inventory'))) if r['check'] == 'gpu.ecc_mode']
