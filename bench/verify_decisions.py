@@ -59,8 +59,8 @@ def main():
     _counting(nccl, 'parse_nccl_tests', counts)
     _counting(perftest, 'parse_perftest', counts)
     ib = dict((node, {'ib_info': one['ib_info'], 'ping': one['ping'], 'peer': node}) for node in names)
-    gpu = dict((node, dict((key, one[key]) for key in ('gpu_info', 'nvlink_status', 'nvlink_errors', 'retired',
-                                                        'compute_apps', 'dmesg', 'dcgm_diag'))) for node in names)
+    tools = ('gpu_info', 'nvlink_status', 'nvlink_errors', 'retired', 'compute_apps', 'dmesg', 'dcgm_diag')
+    gpu = dict((node, dict((key, one[key]) for key in tools)) for node in names)
     runs = dict((node, {'gpu_info': one['gpu_info'], 'run': one['nccl']}) for node in names)
     print('verify decisions for %d nodes (%s)' % (NODES, os.path.relpath(CASE, REPO)))
     facts = {}
@@ -86,8 +86,8 @@ def main():
         'nodes': names, 'mode': 'drain', 'facts': dict((node, {'os': 'Ubuntu 22.04', 'kernel': '6.8'}) for node in names)},
         dict(case['run'], slurm='ctl01'), lambda actions: {})
     size = len(json.dumps(doc))
-    print('results.json: %d nodes, %d results, %.1f MB' % (len(doc['nodes']), sum(len(n['results']) for n in doc['nodes'].values()),
-                                                            size / 1e6))
+    results = sum(len(data['results']) for data in doc['nodes'].values())
+    print('results.json: %d nodes, %d results, %.1f MB' % (len(doc['nodes']), results, size / 1e6))
     print('parses: nccl-tests %d for %d outputs, perftest %d for %d outputs' % (
         counts.get('parse_nccl_tests', 0), NODES, counts.get('parse_perftest', 0), len(done)))
     print('outcome facts read by the gate: %s' % ', '.join(fact for dummy, fact in gate.OUTCOME_FACTS if fact in facts))
