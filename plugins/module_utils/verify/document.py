@@ -106,10 +106,12 @@ def plan_gate(variables, slurm_nodes, expected):
     facts = expected.get('facts') or {}
     collected = gate.collect(nodes, outcomes, versions=dict(
         (node, versions(facts.get(node), gate.raw_of(node, outcomes))) for node in nodes))
+    first = expected.get('first') or (nodes[0] if nodes else None)
     actions = None
     if slurm_nodes is not None:
-        actions = gate.plan(collected, slurm_nodes, expected.get('mode') or 'drain', expected.get('slurm_names'))
-    return {'nodes': collected, 'actions': actions, 'outcomes': outcomes, 'first': expected.get('first') or (nodes[0] if nodes else None),
+        actions = gate.plan(collected, slurm_nodes, expected.get('mode') or 'drain', expected.get('slurm_names'),
+                            ran=checks_ran(outcomes, first))
+    return {'nodes': collected, 'actions': actions, 'outcomes': outcomes, 'first': first,
             'ready': gate.ready(nodes, outcomes, slurm_nodes)}
 
 
@@ -121,5 +123,7 @@ def run_gate(variables, slurm_nodes, expected, run, act=None):
     slurm_results)``.
     """
     plan = plan_gate(variables, slurm_nodes, expected)
+    run = dict(run, mode=expected.get('mode') or 'drain')
+    document(plan, run)  # a document that would not validate stops the gate before it changes anything in Slurm
     slurm_results = (act(plan['actions']) if act is not None else {}) if plan['actions'] else {}
-    return document(plan, dict(run, mode=expected.get('mode') or 'drain'), slurm_results), plan, slurm_results
+    return document(plan, run, slurm_results), plan, slurm_results

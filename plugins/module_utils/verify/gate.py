@@ -17,6 +17,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS
 
 # Each check role leaves its outcome in one host fact (set once for the play); the order is the order of a node's
 # results in results.json: every outcome's fleet-wide results, then each node's own.
@@ -98,7 +99,29 @@ def collect(nodes, outcomes, versions=None):
     return out
 
 
-def _action(data, entry, name, mode, prefix):
+def checks_in_reason(reason, prefix=vr.DRAIN_PREFIX):
+    """The check ids a drain reason of this gate names: ``aicluster: gpu.xid GPU 3; ib.port_state mlx5_0:1`` ->
+    ``['gpu.xid', 'ib.port_state']`` (a part cut off by Slurm's length limit is left out)."""
+    text = (reason or '').strip()
+    if not text.startswith(prefix):
+        return []
+    ids = []
+    for part in text[len(prefix):].split(';'):
+        words = part.split()
+        if words and not part.rstrip().endswith('...') and words[0] not in ids:
+            ids.append(words[0])
+    return ids
+
+
+def _unchecked(reason, ran, prefix):
+    """The checks a drain reason names that this run did not make (their area did not run, or the id is unknown)."""
+    if ran is None:
+        return []
+    areas = set(ran) | set(['node'])
+    return [check for check in checks_in_reason(reason, prefix) if check not in CHECKS or CHECKS[check].area not in areas]
+
+
+def _action(data, entry, name, mode, prefix, ran=None):
     action = {'action': 'none', 'reason': None, 'slurm_name': name, 'state': None, 'reason_before': None, 'note': None}
     if entry is None:
         action['note'] = 'not a Slurm node (scontrol does not know %s)' % name
@@ -109,7 +132,11 @@ def _action(data, entry, name, mode, prefix):
     drained = is_drained(state)
     own = drained and reason is not None and reason.startswith(prefix)
     if data.get('passed'):
-        if own:
+        unchecked = _unchecked(reason, ran, prefix) if own else []
+        if unchecked:
+            action['note'] = ('passes the checks that ran, but its drain names %s, which this run did not check: left drained'
+                              % ', '.join(unchecked))
+        elif own:
             action.update(action='resume', note='passes now; resuming the gate\'s own drain (%s)' % reason)
         elif drained:
             action['note'] = 'passes, but drained by someone else (%s): left drained' % (reason or 'no reason')
@@ -126,7 +153,7 @@ def _action(data, entry, name, mode, prefix):
     return action
 
 
-def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX):
+def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX, ran=None):
     """What the gate does in Slurm: node -> {action, reason, slurm_name, state, reason_before, note}.
 
     ``nodes``: results.json nodes (``passed``, ``results``). ``slurm_nodes``:
@@ -134,13 +161,16 @@ def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX):
     (only ``drain`` drains; every mode resumes the gate's own drains of nodes
     that now pass, and nothing it did not drain). ``slurm_names``: node ->
     its Slurm NodeName where they differ. Actions: ``drain``, ``resume``,
-    ``none``; a node unknown to Slurm gets ``none`` with a note.
+    ``none``; a node unknown to Slurm gets ``none`` with a note. ``ran``: the
+    areas this run checked (None: all); a node is only resumed when every check
+    its drain reason names was made again (a subset run, such as
+    ``--tags verify_ib,verify_gate``, never resumes a node drained for a GPU fault).
     """
     by_name = dict((entry.get('NodeName'), entry) for entry in slurm_nodes or [])
     out = {}
     for node, data in sorted(nodes.items()):
         name = (slurm_names or {}).get(node) or node
-        out[node] = _action(data, by_name.get(name), name, mode, prefix)
+        out[node] = _action(data, by_name.get(name), name, mode, prefix, ran)
     return out
 
 

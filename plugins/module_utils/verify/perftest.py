@@ -22,6 +22,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.ib import c
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.perftest_blame import evaluate_perftest
 
 TESTS = ('write_bw', 'read_bw', 'write_lat')
+MIB_PER_S_IN_GBPS = 8.0 * 1048576 / 1e9
 _NOMINAL_LANE = {2.5: 'SDR', 5.0: 'DDR', 10.0: 'QDR', 14.0: 'FDR', 25.0: 'EDR', 50.0: 'HDR', 100.0: 'NDR', 200.0: 'XDR'}
 
 
@@ -150,7 +151,8 @@ def pair_result(client_run, test, spec, expected, round_index=None):
     value = None if row is None else row.get('bw_average')
     units = parsed.get('units')
     if value is not None and units and units != 'Gb/sec':
-        value = value * (8.0 / 1000.0 if units == 'MB/sec' else 8.0 * 1.048576 / 1000.0)
+        # perftest's MB/sec (older) and MiB/sec (newer) are both 2^20 bytes per second (its --report_gbits usage text)
+        value = value * MIB_PER_S_IN_GBPS
     line_rate = spec.get('line_rate')
     threshold = None if line_rate in (None, '') else round(float(line_rate) * threshold_fraction(test, expected), 2)
     entry.update(measured=None if value is None else round(value, 2), threshold=threshold, unit='Gb/s',

@@ -106,3 +106,20 @@ def test_run_gate_acts_only_when_there_are_actions():
     # no Slurm: no actions, act is not called
     doc, plan, done = document.run_gate(_variables(outcomes), None, {'nodes': ['a', 'b'], 'mode': 'report'}, RUN, act)
     assert len(acted) == 1 and done == {} and doc['run']['mode'] == 'report' and doc['summary']['drained'] == 0
+
+
+def test_run_gate_changes_nothing_in_slurm_when_the_document_would_not_validate():
+    outcomes = {'gpu': {'nodes': {'a': [new_result('gpu.count', 'node', 7, 8, False, '7 GPUs')]}}}
+    acted = []
+    with pytest.raises(ValueError, match='do not validate'):
+        document.run_gate(_variables(outcomes), [{'NodeName': 'a', 'State': 'IDLE'}], {'nodes': ['a'], 'mode': 'drain'},
+                          dict((key, value) for key, value in RUN.items() if key != 'inventory'), acted.append)
+    assert acted == []
+
+
+def test_a_subset_run_does_not_resume_a_drain_it_did_not_check():
+    outcomes = {'ib': {'nodes': {'a': [_ok('ib.port_state')]}}}
+    slurm = [{'NodeName': 'a', 'State': 'IDLE+DRAIN', 'Reason': 'aicluster: gpu.xid GPU 3 [root@2026-01-06T10:02:33]'}]
+    doc, plan, done = document.run_gate(_variables(outcomes), slurm, {'nodes': ['a'], 'mode': 'drain'}, RUN, lambda actions: {})
+    assert plan['actions']['a']['action'] == 'none' and doc['nodes']['a']['drain_reason'] == 'aicluster: gpu.xid GPU 3'
+    assert doc['run']['checks'] == ['ib'] and doc['summary']['resumed'] == 0

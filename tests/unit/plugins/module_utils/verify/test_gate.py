@@ -112,3 +112,24 @@ def test_is_drained(state, drained):
 def test_is_own_reason():
     assert gate.is_own_reason(' aicluster: gpu.xid GPU 3') and not gate.is_own_reason('ops: aicluster later')
     assert not gate.is_own_reason(None)
+
+
+def test_checks_in_reason():
+    assert gate.checks_in_reason('aicluster: gpu.xid GPU 3; ib.port_state mlx5_0:1; gpu.xid GPU 5') == ['gpu.xid', 'ib.port_state']
+    assert gate.checks_in_reason('aicluster: fabric.rail mlx5_0 (rail 0); perftest.write_bw mlx5_0 -> gpu02 mlx...') == [
+        'fabric.rail']
+    assert gate.checks_in_reason('operator: fan') == [] and gate.checks_in_reason(None) == []
+
+
+def test_a_subset_run_resumes_only_what_it_checked_again():
+    """--tags verify_ib,verify_gate: the IB checks pass, but a drain for a GPU fault was not checked again."""
+    outcomes = {'ib': {'nodes': dict((node, [_ok('ib.port_state')]) for node in ('gpu01', 'gpu02', 'gpu03'))}}
+    nodes = gate.collect(['gpu01', 'gpu02', 'gpu03'], outcomes)
+    slurm = [{'NodeName': 'gpu01', 'State': 'IDLE+DRAIN', 'Reason': 'aicluster: gpu.ecc GPU 4 [root@2026-01-06T10:02:33]'},
+             {'NodeName': 'gpu02', 'State': 'IDLE+DRAIN', 'Reason': 'aicluster: ib.port_state mlx5_0:1 [root@2026-01-06T10:02:33]'},
+             {'NodeName': 'gpu03', 'State': 'DRAINED', 'Reason': 'aicluster: node.reachable node [root@2026-01-06T10:02:33]'}]
+    actions = gate.plan(nodes, slurm, 'drain', ran=['ib'])
+    assert actions['gpu01']['action'] == 'none' and 'gpu.ecc, which this run did not check' in actions['gpu01']['note']
+    assert actions['gpu02']['action'] == 'resume'
+    assert actions['gpu03']['action'] == 'resume'  # reachability is checked by every run
+    assert gate.plan(nodes, slurm, 'drain', ran=['ib', 'gpu'])['gpu01']['action'] == 'resume'

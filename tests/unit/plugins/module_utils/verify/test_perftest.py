@@ -83,8 +83,16 @@ def test_perftest_pair_real_loopback_in_mb_per_sec_is_converted():
     pair = perftest.pair_result(_run(text), 'write_bw', _spec('a', 'b', line_rate=200.0), EXPECTED, 0)
     row = max(parsed['results'], key=lambda r: r['bytes'])
     assert parsed['units'] != 'Gb/sec'
-    assert pair['measured'] > 0 and abs(pair['measured'] - row['bw_average'] * 8 / (1000.0 if parsed['units'] == 'MB/sec'
-                                                                                    else 1000 / 1.048576)) < 0.1
+    # perftest's MB is 2^20 bytes (its --report_gbits usage: "MB=2^20 byte, while Gb=10^9 bits"), as its newer MiB
+    assert pair['measured'] > 0 and abs(pair['measured'] - row['bw_average'] * 1048576 * 8 / 1e9) < 0.01
+
+
+@pytest.mark.parametrize('units', ['MB/sec', 'MiB/sec'])
+def test_perftest_pair_mebibytes_either_way(units, monkeypatch):
+    parsed = {'units': units, 'results': [{'bytes': 8388608, 'bw_average': 46000.0}], 'errors': []}
+    monkeypatch.setattr(perftest, 'parse_perftest', lambda text: parsed)
+    pair = perftest.pair_result(_run('(any output)'), 'write_bw', _spec('a', 'b'), EXPECTED, 0)
+    assert pair['measured'] == 385.88 and pair['passed']  # 46,000 MiB/s is 385.88 Gb/s, not 368
 
 
 def test_perftest_connection_refused_fails_with_the_tools_words():
