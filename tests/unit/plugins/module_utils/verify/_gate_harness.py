@@ -74,7 +74,7 @@ def role_verify_ib(play):
             'ping': play.observed(host, 'ping') if ping else SKIPPED,
             'peer': play.hosts[(index + 1) % len(play.hosts)]}
     play.outcomes['ib'] = vf.verify_ib(observations, expected)
-    if _on(play.v('verify_ib_fabric_enabled')):
+    if _on(play.v('verify_ib_fabric_enabled')) and play.v('verify_ib_link_layer') != 'Ethernet':
         play.outcomes['fabric'] = vf.verify_fabric(play.case.get('fabric_info'), play.outcomes['ib']['checked'], {
             'width': play.v('verify_ib_width'), 'lane_speed_gbps': float(play.v('verify_ib_lane_speed_gbps')),
             'rail_check': _on(play.v('verify_ib_rail_enabled')), 'rail_group_regex': play.v('verify_ib_rail_group_regex')})
