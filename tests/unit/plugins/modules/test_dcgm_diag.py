@@ -14,14 +14,16 @@ from ansible_collections.aicluster.infra.plugins.modules import dcgm_diag
 
 # DCGM 3.1.0 `dcgmi diag -r 1 -j`-style JSON from NVIDIA's own tests, with a
 # garbage line before the JSON.
-REAL_PASS = real_fixture('dcgmi/diag-r1-json-8gpu-dcgm3.1.0-nulls-warning-prefix.txt')
+def _real_pass():
+    return real_fixture('dcgmi/diag-r1-json-8gpu-dcgm3.1.0-nulls-warning-prefix.txt')
+
 JSON_FAIL = own_fixture('dcgmi/dcgmi-4.1-4xh100-diag-r3-json-fail-handmade.txt')
 NO_HOSTENGINE = ('Error: Unable to establish a connection to the specified host: localhost\n'
                  'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
 
 
 def test_passing_diag(run_module):
-    result, calls = run_module(dcgm_diag, {}, {'dcgmi': (0, REAL_PASS, '')})
+    result, calls = run_module(dcgm_diag, {}, {'dcgmi': (0, _real_pass(), '')})
     assert calls == [['/usr/bin/dcgmi', 'diag', '-r', '1', '-j']]
     assert 'failed' not in result and result['changed'] is False
     assert result['overall'] == 'pass'
@@ -48,7 +50,7 @@ def test_failing_diag_is_a_result_not_a_failure(run_module):
 
 
 def test_check_mode_still_runs(run_module):
-    result, calls = run_module(dcgm_diag, {'_ansible_check_mode': True, 'level': 2}, {'dcgmi': (0, REAL_PASS, '')})
+    result, calls = run_module(dcgm_diag, {'_ansible_check_mode': True, 'level': 2}, {'dcgmi': (0, _real_pass(), '')})
     assert calls == [['/usr/bin/dcgmi', 'diag', '-r', '2', '-j']]
     assert result['changed'] is False and result['overall'] == 'pass'
 
@@ -86,6 +88,6 @@ def test_empty_output_fails(run_module):
     ({'gpu_ids': [-1]}, 'gpu_ids must be 0 or more'),
 ])
 def test_bad_options(run_module, args, msg):
-    result, calls = run_module(dcgm_diag, args, {'dcgmi': (0, REAL_PASS, '')})
+    result, calls = run_module(dcgm_diag, args, {'dcgmi': (0, _real_pass(), '')})
     assert result['failed'] is True and msg in result['msg']
     assert calls == []

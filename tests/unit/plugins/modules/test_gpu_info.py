@@ -18,7 +18,6 @@ from ansible_collections.aicluster.infra.plugins.modules import gpu_info
 # Real `nvidia-smi -q` of an 8x H100 node (driver 535.183.01, CUDA 12.2): it
 # answers the `-q -d COMPUTE` call (same header), and the --query-gpu CSV
 # below is built from its values, so the two agree.
-Q_REAL = real_fixture('nvidia-smi/gpud-q-8xh100-535.183.01.txt')
 TOPO = own_fixture('nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt')
 BASE_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(BASE_FIELDS), '--format=csv,noheader,nounits']
 HEALTH_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(HEALTH_FIELDS), '--format=csv,noheader,nounits']
@@ -37,13 +36,28 @@ def _gpus_of_q(text):
     return gpus
 
 
-REAL_GPUS = _gpus_of_q(Q_REAL)
-BASE_CSV = ''.join('%d, %s, %s, %s, %s, 535.183.01, %s, Disabled\n' % (index, name, uuid, bus, total, persistence)
-                   for index, (bus, name, uuid, total, persistence) in enumerate(REAL_GPUS))
-HEALTH_CSV = ''.join('%d, Enabled, %d, [N/A], 0, No, No\n' % (index, 2 if index == 5 else 0) for index in range(len(REAL_GPUS)))
+def _q_real():
+    return real_fixture('nvidia-smi/gpud-q-8xh100-535.183.01.txt')
 
 
-def nvidia_smi(base=(0, BASE_CSV, ''), health=(0, HEALTH_CSV, ''), topo=(0, TOPO, ''), q=(0, Q_REAL, ''), listing=None):
+def _real_gpus():
+    return _gpus_of_q(_q_real())
+
+
+def _base_csv():
+    return ''.join('%d, %s, %s, %s, %s, 535.183.01, %s, Disabled\n' % (index, name, uuid, bus, total, persistence)
+                   for index, (bus, name, uuid, total, persistence) in enumerate(_real_gpus()))
+
+
+def _health_csv():
+    return ''.join('%d, Enabled, %d, [N/A], 0, No, No\n' % (index, 2 if index == 5 else 0) for index in range(len(_real_gpus())))
+
+
+def nvidia_smi(base=None, health=None, topo=(0, TOPO, ''), q=None, listing=None):
+    base = base if base is not None else (0, _base_csv(), '')
+    health = health if health is not None else (0, _health_csv(), '')
+    q = q if q is not None else (0, _q_real(), '')
+
     def answer(argv):
         if argv == BASE_ARGV:
             return base
@@ -67,7 +81,7 @@ def no_proc(monkeypatch, tmp_path):
 
 
 def test_facts_of_an_8xh100_node(run_module):
-    assert len(REAL_GPUS) == 8
+    assert len(_real_gpus()) == 8
     result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
     assert 'failed' not in result and result['changed'] is False
     assert [call[1:] for call in calls] == [BASE_ARGV[1:], HEALTH_ARGV[1:], ['topo', '-m'], ['-q', '-d', 'COMPUTE']]

@@ -10,9 +10,12 @@ from _paths import own_fixture, real_fixture
 
 from ansible_collections.aicluster.infra.plugins.modules import ib_info
 
-IB_NDR = real_fixture('ibstat/gpud-h100-ib-ndr-cx7-eth-cx6dx-3down.txt')
-ROCE = real_fixture('ibstat/gpud-h100-roce400-cx7-all-active.txt')
-IBPANIC = real_fixture('ibstat/gpud-azure-ndv4-a100-hdr-ibpanic-mlx5_8.txt')
+CAPTURES = {'IB_NDR': 'ibstat/gpud-h100-ib-ndr-cx7-eth-cx6dx-3down.txt', 'ROCE': 'ibstat/gpud-h100-roce400-cx7-all-active.txt',
+            'IBPANIC': 'ibstat/gpud-azure-ndv4-a100-hdr-ibpanic-mlx5_8.txt'}
+
+
+def _real(name):
+    return real_fixture(CAPTURES[name])
 IBDEV2NETDEV = own_fixture('ibdev2netdev/ibdev2netdev-mlnx-tools-h100-ndr-ib-roce-mixed-handmade.txt')
 SHOW_GIDS = own_fixture('show_gids/show_gids-mlnx-tools-h100-roce-v1-v2-ipv4-vlan-handmade.txt')
 OFED = (0, 'MLNX_OFED_LINUX-23.10-1.1.9.0:\n', '')
@@ -25,7 +28,7 @@ def _port(result, name, number=1):
 
 def test_ibstat_with_ibdev2netdev_and_ofed(run_module):
     result, calls = run_module(ib_info, {}, {
-        'ibstat': (0, IB_NDR, ''),
+        'ibstat': (0, _real('IB_NDR'), ''),
         'ibdev2netdev': (0, IBDEV2NETDEV, ''),
         'ofed_info': OFED,
     })
@@ -50,7 +53,7 @@ def test_ibstat_with_ibdev2netdev_and_ofed(run_module):
 
 def test_roce_gid_index_prefers_v2_with_ipv4(run_module):
     result, dummy = run_module(ib_info, {}, {
-        'ibstat': (0, ROCE, ''),
+        'ibstat': (0, _real('ROCE'), ''),
         'show_gids': (0, SHOW_GIDS, ''),
     })
     port = _port(result, 'mlx5_0')
@@ -78,7 +81,7 @@ def test_roce_v2_gid_index_without_ipv4_is_lowest_v2():
 
 
 def test_optional_tools_absent(run_module):
-    result, calls = run_module(ib_info, {}, {'ibstat': (0, IB_NDR, '')})
+    result, calls = run_module(ib_info, {}, {'ibstat': (0, _real('IB_NDR'), '')})
     assert calls == [['/usr/bin/ibstat']]
     for hca in result['hcas']:
         for port in hca['ports']:
@@ -91,13 +94,13 @@ def test_optional_tools_absent(run_module):
 
 
 def test_devices_filter_and_unknown_name(run_module):
-    result, dummy = run_module(ib_info, {'devices': ['mlx5_3', 'mlx5_0', 'mlx5_99']}, {'ibstat': (0, IB_NDR, '')})
+    result, dummy = run_module(ib_info, {'devices': ['mlx5_3', 'mlx5_0', 'mlx5_99']}, {'ibstat': (0, _real('IB_NDR'), '')})
     assert [hca['name'] for hca in result['hcas']] == ['mlx5_0', 'mlx5_3']
     assert result['errors'] == ['mlx5_99: not printed by ibstat']
 
 
 def test_check_mode_still_returns_facts(run_module):
-    result, calls = run_module(ib_info, {'_ansible_check_mode': True}, {'ibstat': (0, IB_NDR, '')})
+    result, calls = run_module(ib_info, {'_ansible_check_mode': True}, {'ibstat': (0, _real('IB_NDR'), '')})
     assert result['changed'] is False
     assert len(result['hcas']) == 12
     assert calls == [['/usr/bin/ibstat']]
@@ -121,8 +124,8 @@ def test_ibstat_fails_without_output(run_module):
 
 
 def test_ibstat_partial_output_with_ibpanic_is_returned_with_errors(run_module):
-    out = IBPANIC.replace('\nibpanic', '\n\x00ibpanic').split('\x00')[0]
-    err = IBPANIC[len(out):]
+    out = _real('IBPANIC').replace('\nibpanic', '\n\x00ibpanic').split('\x00')[0]
+    err = _real('IBPANIC')[len(out):]
     result, dummy = run_module(ib_info, {}, {'ibstat': (255, out, err)})
     assert 'failed' not in result
     assert [hca['name'] for hca in result['hcas']] == ['mlx5_%d' % i for i in range(8)]
@@ -132,7 +135,7 @@ def test_ibstat_partial_output_with_ibpanic_is_returned_with_errors(run_module):
 
 def test_ibstat_merged_stderr_real_capture(run_module):
     # the capture has stderr merged into stdout; the parser itself finds the ibpanic line
-    result, dummy = run_module(ib_info, {}, {'ibstat': (255, IBPANIC, '')})
+    result, dummy = run_module(ib_info, {}, {'ibstat': (255, _real('IBPANIC'), '')})
     assert len(result['hcas']) == 8
     assert len(result['errors']) == 1 and result['errors'][0].startswith('ibpanic:')
 
@@ -151,7 +154,7 @@ def test_ibstat_empty_output_means_no_adapters(run_module):
 
 def test_optional_tool_failure_or_garbage_only_warns(run_module):
     result, dummy = run_module(ib_info, {}, {
-        'ibstat': (0, IB_NDR, ''),
+        'ibstat': (0, _real('IB_NDR'), ''),
         'ibdev2netdev': (1, '', 'ls: cannot access /sys/class/net/*/device/infiniband\n'),
         'show_gids': (0, 'garbage\n', ''),
         'ofed_info': (1, '', 'error\n'),
