@@ -19,7 +19,6 @@ Deterministic: hwsim's pids and clocks are pinned.
 
 from __future__ import absolute_import, division, print_function
 
-import contextlib
 import io
 import json
 import os
@@ -42,8 +41,7 @@ sys.path.insert(0, HERE)
 
 # pylint: disable=wrong-import-position
 import yaml  # noqa: E402
-from ansible.module_utils import basic  # noqa: E402
-from ansible.module_utils.common import warnings as ansible_warnings  # noqa: E402
+from _module_runner import run_main  # noqa: E402
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as verify_perftest  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress  # noqa: E402
@@ -56,32 +54,12 @@ from hwsim.tools import nccl as hwsim_nccl, perftest as hwsim_perftest  # noqa: 
 
 import _gate_harness  # noqa: E402
 
-try:
-    from ansible.module_utils import _internal
-except ImportError:  # ansible-core < 2.19
-    _internal = None
-
-try:
-    from ansible.module_utils.testing import patch_module_args
-except ImportError:  # ansible-core < 2.19
-    from ansible.module_utils.common.text.converters import to_bytes
-
-    @contextlib.contextmanager
-    def patch_module_args(args=None):
-        saved = basic._ANSIBLE_ARGS
-        basic._ANSIBLE_ARGS = to_bytes(json.dumps({'ANSIBLE_MODULE_ARGS': args or {}}))
-        try:
-            yield
-        finally:
-            basic._ANSIBLE_ARGS = saved
-
 FIXTURES = os.path.join(HERE, 'fixtures', 'gate')
 ROLES = ('verify_ib', 'verify_perftest', 'verify_gpu', 'verify_nccl', 'verify_gate')
 RUN = {'started': '2026-01-01T00:00:00Z', 'finished': '2026-01-01T00:10:00Z',
        'inventory': 'inventories/fixture/hosts.yml', 'collection_version': '0.1.0'}
 FACTS = {'os': 'Debian 12.8', 'kernel': '6.1.0-28-amd64'}
 OFED = 'MLNX_OFED_LINUX-24.10-1.1.4.0'
-BIN = '/usr/bin'
 
 # As molecule/verify/molecule.yml sets them for the lab (hwsim hgx-h100-ib), kept small.
 MOLECULE_VARS = {
@@ -127,42 +105,8 @@ def _pin_hwsim():
 
 def run_module(module, args, tools):
     """``module.main()`` with ``tools`` (name -> function(argv) -> (rc, out, err)); its result minus invocation."""
-    saved = basic.AnsibleModule.get_bin_path, basic.AnsibleModule.run_command
-
-    def get_bin_path(self, arg, required=False, opt_dirs=None):
-        if arg in tools:
-            return os.path.join(BIN, arg)
-        if required:
-            self.fail_json(msg='Failed to find required executable "%s" in paths: %s' % (arg, BIN))
-        return None
-
-    def run_command(self, argv, **kwargs):
-        return tools[os.path.basename(argv[0])](argv)
-
-    basic.AnsibleModule.get_bin_path = get_bin_path
-    basic.AnsibleModule.run_command = run_command
-    saved_controller = getattr(_internal, 'is_controller', None) if _internal is not None else None
-    if _internal is not None and hasattr(_internal, 'is_controller'):
-        _internal.is_controller = False
-    for name in ('_global_warnings', '_global_deprecations'):
-        store = getattr(ansible_warnings, name, None)
-        if store is not None:
-            setattr(ansible_warnings, name, type(store)())
-    out = io.StringIO()
-    try:
-        with patch_module_args(args), contextlib.redirect_stdout(out):
-            try:
-                module.main()
-            except SystemExit:
-                pass
-    finally:
-        basic.AnsibleModule.get_bin_path, basic.AnsibleModule.run_command = saved
-        if _internal is not None and saved_controller is not None:
-            _internal.is_controller = saved_controller
-    result = json.loads(out.getvalue())
+    result, dummy, dummy = run_main(module, args, tools)
     result.pop('invocation', None)
-    if 'warnings' in result:
-        result['warnings'] = [w.get('event', w).get('msg', str(w)) if isinstance(w, dict) else w for w in result['warnings']]
     return result
 
 
