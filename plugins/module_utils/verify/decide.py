@@ -1,0 +1,94 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The decision points of the verify stage: what each role hands over, the area's outcome back.
+
+One function per filter of plugins/filter/verify.py (which only turns errors
+into AnsibleFilterError). Each outcome records, in ``parameters``, the
+expectations that change its figures: the gate copies them into results.json
+``run.parameters`` and nothing downstream re-derives them.
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import (
+    fabric as _fabric, gate as _gate, gpu as _gpu, ib as _ib, nccl as _nccl, net as _net, perftest as _perftest,
+)
+
+# results.json run.parameters, by area: expected key -> parameter name
+PARAMETERS = {
+    'ib': (('rate_gbps', 'ib_rate_gbps'), ('port', 'ib_port'), ('link_layer', 'ib_link_layer'), ('mtu', 'mtu')),
+    'fabric': (('width', 'fabric_width'), ('lane_speed_gbps', 'fabric_lane_speed_gbps')),
+    'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
+                 ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
+                 ('max_latency_us', 'perftest_max_latency_us')),
+    'gpu': (('dcgm_level', 'dcgm_diag_level'), ('dcgm_allow_warn', 'dcgm_allow_warn'),
+            ('ecc_uncorrected_max', 'gpu_ecc_uncorrected_max'), ('nvlinks_per_gpu', 'gpu_nvlinks_per_gpu')),
+    'nccl': (('test', 'nccl_test'), ('min_bytes', 'nccl_min_bytes'), ('max_bytes', 'nccl_max_bytes'),
+             ('step_factor', 'nccl_step_factor'), ('large_bytes', 'nccl_large_bytes'), ('slow_fraction', 'nccl_slow_fraction'),
+             ('ranks_per_node', 'nccl_multi_node_ranks_per_node')),
+}
+
+
+def parameters(area, expected):
+    """The area's run.parameters from what its decision expected."""
+    return dict((name, expected[key]) for key, name in PARAMETERS[area] if key in expected)
+
+
+def _recorded(area, outcome, expected):
+    if outcome is not None:
+        outcome['parameters'] = parameters(area, expected)
+    return outcome
+
+
+def ib(observations, expected):
+    """Areas ib and net: node -> {ib_info, ping, peer}; ports and fleet uniformity, then each node's MTU ping."""
+    outcome = _ib.decide_ib(observations, expected)
+    for node, observed in observations.items():
+        ping = (observed or {}).get('ping')
+        if isinstance(ping, dict) and ping and not ping.get('skipped'):
+            outcome['nodes'][node].extend(_net.evaluate_net(ping, {'mtu': expected['mtu'], 'peer': observed.get('peer')}))
+    return _recorded('ib', outcome, expected)
+
+
+def fabric(fabric_info, checked, expected):
+    """Area fabric: the fabric_info result and each node's HCAs in rail order; None when the fabric was not read."""
+    return _recorded('fabric', _fabric.decide_fabric(fabric_info, checked, expected), expected)
+
+
+def perftest_plan(observations, expected):
+    """Area perftest, before the rounds: node -> {ib_info, address}; endpoints and rounds."""
+    return _recorded('perftest', _perftest.plan(observations, expected), expected)
+
+
+def perftest_tests(pairs, outcome, base_port):
+    """The tests of one round for ``pairs`` of the plan."""
+    return _perftest.round_tests(pairs, outcome['endpoints'], base_port)
+
+
+def perftest_round(outcome, async_results, expected):
+    """Area perftest, after a round: the clients' async results judged, the next re-test planned."""
+    return _perftest.record_round(outcome, async_results, expected)
+
+
+def gpu(observations, expected):
+    """Area gpu: node -> {gpu_info, nvlink_status, nvlink_errors, retired, compute_apps, dmesg, dcgm_diag}."""
+    return _recorded('gpu', _gpu.decide_gpu(observations, expected), expected)
+
+
+def nccl(observations, expected):
+    """Area nccl, single node: node -> {gpu_info, run}; per-node results, busbw figures and fleet median."""
+    return _recorded('nccl', _nccl.decide_nccl(observations, expected), expected)
+
+
+def nccl_multi_node(outcome, run, expected):
+    """Area nccl, across nodes: the single-node outcome completed with the multi-node run's result."""
+    multi = _nccl.decide_nccl_multi_node(run, dict(expected, model=outcome.get('model')))
+    return dict(outcome, fleet=multi['fleet'], multi_node=multi['summary'])
+
+
+def ready_nodes(variables, slurm_nodes, nodes):
+    """The nodes that passed every check so far (the outcome facts in ``variables``) and that Slurm has in service."""
+    return _gate.ready(list(nodes), _gate.outcomes_of(variables), slurm_nodes)
