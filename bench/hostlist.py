@@ -10,19 +10,11 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
 import random
-import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, '.collections')
-LINK = os.path.join(COLLECTIONS, 'ansible_collections', 'aicluster', 'infra')
-if not os.path.lexists(LINK):
-    os.makedirs(os.path.dirname(LINK))
-    os.symlink(os.path.relpath(REPO, os.path.dirname(LINK)), LINK)
-sys.path.insert(0, COLLECTIONS)
-
+# _collection puts the collection on sys.path
+import _collection  # noqa: E402,F401  pylint: disable=unused-import
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_expand  # noqa: E402
 
 

@@ -17,13 +17,7 @@ import os
 import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, '.collections')
-LINK = os.path.join(COLLECTIONS, 'ansible_collections', 'aicluster', 'infra')
-if not os.path.lexists(LINK):
-    os.makedirs(os.path.dirname(LINK))
-    os.symlink(os.path.relpath(REPO, os.path.dirname(LINK)), LINK)
-sys.path.insert(0, COLLECTIONS)
+from _collection import REPO  # noqa: E402  (puts the collection on sys.path)
 sys.path.insert(0, os.path.join(REPO, 'tests', 'unit'))  # the synthetic results generator the tests use
 
 from _synthetic_results import make_results, scatter_faults  # noqa: E402

@@ -14,16 +14,9 @@ __metaclass__ = type
 
 import os
 import random
-import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, '.collections')
-LINK = os.path.join(COLLECTIONS, 'ansible_collections', 'aicluster', 'infra')
-if not os.path.lexists(LINK):
-    os.makedirs(os.path.dirname(LINK))
-    os.symlink(os.path.relpath(REPO, os.path.dirname(LINK)), LINK)
-sys.path.insert(0, COLLECTIONS)
+from _collection import REPO  # noqa: E402  (puts the collection on sys.path)
 
 import yaml  # noqa: E402
 from ansible.parsing.dataloader import DataLoader  # noqa: E402

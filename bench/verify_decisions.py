@@ -15,16 +15,9 @@ __metaclass__ = type
 import copy
 import json
 import os
-import sys
 import time
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-COLLECTIONS = os.path.join(REPO, '.collections')
-LINK = os.path.join(COLLECTIONS, 'ansible_collections', 'aicluster', 'infra')
-if not os.path.lexists(LINK):
-    os.makedirs(os.path.dirname(LINK))
-    os.symlink(os.path.relpath(REPO, os.path.dirname(LINK)), LINK)
-sys.path.insert(0, COLLECTIONS)
+from _collection import REPO  # noqa: E402  (puts the collection on sys.path)
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.filter import verify as vf  # noqa: E402
