@@ -21,15 +21,15 @@ from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import 
     parse_topo_matrix)
 
 Q_REAL = 'nvidia-smi/gpud-q-8xh100-535.183.01.txt'
+TOPO_H100_NUMAID = 'nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt'
+TOPO_H100 = 'nvidia-smi/nvidia-smi-525-8xh100-8nic-topo-m-handmade.txt'
+TOPO_A100 = 'nvidia-smi/nvidia-smi-470-8xa100-4nic-topo-m-handmade.txt'
+ALL_TEXTS = [read_fixture(kind, path) for kind, path in fixture_files('nvidia-smi')]
 
 
 def _real_head(text):
     """``real:N``: the first N characters of the real -q capture (read in the test, so its absence skips only it)."""
     return real_fixture(Q_REAL)[:int(text[5:])] if text.startswith('real:') else text
-TOPO_H100_NUMAID = 'nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt'
-TOPO_H100 = 'nvidia-smi/nvidia-smi-525-8xh100-8nic-topo-m-handmade.txt'
-TOPO_A100 = 'nvidia-smi/nvidia-smi-470-8xa100-4nic-topo-m-handmade.txt'
-ALL_TEXTS = [read_fixture(kind, path) for kind, path in fixture_files('nvidia-smi')]
 
 
 # ---------------------------------------------------------------- cpulist

@@ -12,14 +12,15 @@ from _paths import own_fixture, real_fixture
 
 from ansible_collections.aicluster.infra.plugins.modules import dcgm_diag
 
+JSON_FAIL = own_fixture('dcgmi/dcgmi-4.1-4xh100-diag-r3-json-fail-handmade.txt')
+NO_HOSTENGINE = ('Error: Unable to establish a connection to the specified host: localhost\n'
+                 'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
+
+
 # DCGM 3.1.0 `dcgmi diag -r 1 -j`-style JSON from NVIDIA's own tests, with a
 # garbage line before the JSON.
 def _real_pass():
     return real_fixture('dcgmi/diag-r1-json-8gpu-dcgm3.1.0-nulls-warning-prefix.txt')
-
-JSON_FAIL = own_fixture('dcgmi/dcgmi-4.1-4xh100-diag-r3-json-fail-handmade.txt')
-NO_HOSTENGINE = ('Error: Unable to establish a connection to the specified host: localhost\n'
-                 'Error: Unable to connect to host engine. Host engine connection invalid/disconnected.\n')
 
 
 def test_passing_diag(run_module):

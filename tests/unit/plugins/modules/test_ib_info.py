@@ -12,13 +12,13 @@ from ansible_collections.aicluster.infra.plugins.modules import ib_info
 
 CAPTURES = {'IB_NDR': 'ibstat/gpud-h100-ib-ndr-cx7-eth-cx6dx-3down.txt', 'ROCE': 'ibstat/gpud-h100-roce400-cx7-all-active.txt',
             'IBPANIC': 'ibstat/gpud-azure-ndv4-a100-hdr-ibpanic-mlx5_8.txt'}
+IBDEV2NETDEV = own_fixture('ibdev2netdev/ibdev2netdev-mlnx-tools-h100-ndr-ib-roce-mixed-handmade.txt')
+SHOW_GIDS = own_fixture('show_gids/show_gids-mlnx-tools-h100-roce-v1-v2-ipv4-vlan-handmade.txt')
+OFED = (0, 'MLNX_OFED_LINUX-23.10-1.1.9.0:\n', '')
 
 
 def _real(name):
     return real_fixture(CAPTURES[name])
-IBDEV2NETDEV = own_fixture('ibdev2netdev/ibdev2netdev-mlnx-tools-h100-ndr-ib-roce-mixed-handmade.txt')
-SHOW_GIDS = own_fixture('show_gids/show_gids-mlnx-tools-h100-roce-v1-v2-ipv4-vlan-handmade.txt')
-OFED = (0, 'MLNX_OFED_LINUX-23.10-1.1.9.0:\n', '')
 
 
 def _port(result, name, number=1):
