@@ -17,6 +17,7 @@ description:
   - When C(ibdev2netdev) is installed, adds each port's network interface and its link state.
   - When C(show_gids) is installed, adds each port's GID table and the RoCE v2 GID index that NCCL
     C(NCCL_IB_GID_INDEX) needs.
+  - When C(ibv_devinfo) is installed, adds each port's active and maximum RDMA path MTU.
   - When C(ofed_info) is installed, returns the MLNX_OFED / DOCA-OFED version.
   - The module only reads state; it never changes the adapters.
 author: aicluster.infra contributors (@aicluster)
@@ -36,7 +37,8 @@ options:
     default: []
 requirements:
   - C(ibstat) from infiniband-diags (rdma-core) on the target.
-  - Optional C(ibdev2netdev), C(show_gids) and C(ofed_info) from MLNX_OFED or DOCA-OFED.
+  - Optional C(ibdev2netdev), C(show_gids) and C(ofed_info) from MLNX_OFED or DOCA-OFED; optional C(ibv_devinfo) from
+    ibverbs-utils (rdma-core).
 notes:
   - All tools run with C(LANG=C) and C(LC_ALL=C).
   - When C(ibstat) exits non-zero after printing some adapters (for example C(ibpanic) on one
@@ -147,6 +149,16 @@ hcas:
             - V(null) without C(show_gids) or when the port has no RoCE v2 GID (InfiniBand ports).
           type: int
           sample: 3
+        active_mtu:
+          description:
+            - The port's active RDMA path MTU in bytes (C(ibv_devinfo) C(active_mtu)); V(null) without C(ibv_devinfo).
+            - On RoCE it follows the netdev MTU (4096 needs a netdev MTU of at least about 4200, for example 9000).
+          type: int
+          sample: 4096
+        max_mtu:
+          description: The largest RDMA path MTU the port supports (C(ibv_devinfo) C(max_mtu)); V(null) without C(ibv_devinfo).
+          type: int
+          sample: 4096
         gids:
           description: The port's GID table from C(show_gids) (empty without it), by index.
           type: list
@@ -170,6 +182,8 @@ hcas:
           netdev: ib0
           netdev_state: Up
           roce_v2_gid_index: null
+          active_mtu: 4096
+          max_mtu: 4096
           gids: []
 ofed_version:
   description: The first line of C(ofed_info -s) without its trailing colon; V(null) when C(ofed_info) is not installed or fails.
@@ -190,6 +204,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat
+from ansible_collections.aicluster.infra.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
 from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import parse_ibdev2netdev, parse_show_gids
 
 C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
@@ -266,6 +281,20 @@ def merge_ports(cas, netdevs, gids):
     return cas
 
 
+def merge_mtus(cas, devinfo):
+    """Add active_mtu and max_mtu (bytes, from ibv_devinfo; None without it) to every port of ``cas`` (in place)."""
+    by_port = {}
+    for hca in devinfo or []:
+        for port in hca.get('ports') or []:
+            by_port[(hca.get('name'), port.get('port'))] = port
+    for ca in cas:
+        for port in ca.get('ports', []):
+            found = by_port.get((ca.get('name'), port.get('port'))) or {}
+            port['active_mtu'] = found.get('active_mtu')
+            port['max_mtu'] = found.get('max_mtu')
+    return cas
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -300,6 +329,7 @@ def main():
     netdevs = _optional(module, 'ibdev2netdev', parse_ibdev2netdev)
     gids = _optional(module, 'show_gids', parse_show_gids)
     merge_ports(cas, netdevs, gids)
+    merge_mtus(cas, _optional(module, 'ibv_devinfo', parse_ibv_devinfo))
 
     module.exit_json(changed=False, hcas=cas, ofed_version=_ofed_version(module), errors=errors)
 

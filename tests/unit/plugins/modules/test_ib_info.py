@@ -164,3 +164,15 @@ def test_optional_tool_failure_or_garbage_only_warns(run_module):
     assert any(warning.startswith('ibdev2netdev failed (rc=1)') for warning in result['warnings'])
     assert any(warning.startswith('show_gids printed output') for warning in result['warnings'])
     assert result['ofed_version'] is None
+
+
+def test_ibv_devinfo_adds_active_and_max_mtu(run_module):
+    devinfo = own_fixture('ibv_devinfo/ibv_devinfo-rdma-core-cx7-roce-mtu9000-mtu1500-handmade.txt')
+    result, calls = run_module(ib_info, {}, {'ibstat': (0, _real('ROCE'), ''), 'ibv_devinfo': (0, devinfo, '')})
+    assert ['/usr/bin/ibv_devinfo'] in calls
+    assert (_port(result, 'mlx5_0')['active_mtu'], _port(result, 'mlx5_0')['max_mtu']) == (4096, 4096)
+    assert _port(result, 'mlx5_1')['active_mtu'] == 1024
+    # a port ibv_devinfo did not print, and a node without ibv_devinfo: null, not a failure
+    assert _port(result, 'mlx5_3')['active_mtu'] is None
+    result, dummy = run_module(ib_info, {}, {'ibstat': (0, _real('ROCE'), '')})
+    assert _port(result, 'mlx5_0')['active_mtu'] is None and 'failed' not in result
