@@ -17,6 +17,7 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import gpu_type_name
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import device_id, form_factor, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import cpulist_expand
 
 # Fields gpu_info always queries with --query-gpu (order = CSV column order).
@@ -34,6 +35,27 @@ HEALTH_FIELDS = (
     'retired_pages.pending', 'remapped_rows.uncorrectable',
     'remapped_rows.pending', 'remapped_rows.failure',
 )
+
+# Operating-condition fields, a third best-effort query: the PCI device id
+# (model by form factor), power limits, the PCIe link and the clock event
+# reasons. The reasons are clocks_event_reasons.* from R535 on and
+# clocks_throttle_reasons.* before; gpu_info asks for the new names first and
+# falls back to the old ones when the driver refuses them.
+CLOCK_REASONS = (
+    'gpu_idle', 'applications_clocks_setting', 'sw_power_cap', 'hw_slowdown', 'hw_thermal_slowdown',
+    'hw_power_brake_slowdown', 'sw_thermal_slowdown',
+)
+CONDITION_BASE = (
+    'index', 'pci.device_id', 'power.limit', 'enforced.power.limit', 'power.default_limit',
+    'pcie.link.gen.current', 'pcie.link.gen.max', 'pcie.link.width.current', 'pcie.link.width.max',
+)
+CLOCK_PREFIXES = ('clocks_event_reasons', 'clocks_throttle_reasons')
+
+
+def condition_fields(prefix=CLOCK_PREFIXES[0]):
+    """The condition query's fields with the clock reasons under ``prefix`` (see :data:`CLOCK_PREFIXES`)."""
+    return CONDITION_BASE + tuple('%s.%s' % (prefix, reason) for reason in CLOCK_REASONS)
+
 
 # How close a NIC is to a GPU in `nvidia-smi topo -m`, closest first.
 # SOC is the pre-R384 spelling of SYS.
@@ -180,7 +202,73 @@ def _numa_node(value):
     return number if number is not None and number >= 0 else None
 
 
-def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_version=None, mig_devices=None):
+def to_float(value):
+    """A float from a CSV cell (``'700.00'``, ``'700.00 W'``), or None when N/A."""
+    if _blank(value) or isinstance(value, bool):
+        return None
+    match = re.match(r'^\s*(-?[0-9]+(?:\.[0-9]+)?)(?:\s*[A-Za-z%]+)?\s*$', str(value))
+    return float(match.group(1)) if match else None
+
+
+def clock_events(row):
+    """Active clock event reasons of one condition row, sorted; None when the driver reported none of them.
+
+    Either spelling counts (``clocks_event_reasons.hw_slowdown`` or
+    ``clocks_throttle_reasons.hw_slowdown``); ``Active`` is active, ``Not
+    Active`` is not, N/A is unknown.
+    """
+    active, known = [], False
+    for reason in CLOCK_REASONS:
+        for prefix in CLOCK_PREFIXES:
+            value = (row or {}).get('%s.%s' % (prefix, reason))
+            if _blank(value):
+                continue
+            known = True
+            if str(value).strip().lower() == 'active':
+                active.append(reason)
+            break
+    return sorted(active) if known else None
+
+
+def fabric_states(q_result):
+    """``{pci bus id: (State, Status)}`` of each GPU's ``Fabric`` section in a parsed ``nvidia-smi -q``.
+
+    R530+ drivers print, per GPU, ``Fabric`` / ``State : Completed`` /
+    ``Status : Success`` on NVSwitch systems and ``N/A`` elsewhere. A GPU
+    without the section is left out.
+    """
+    found = {}
+    for key, node in ((q_result or {}).get('sections') or {}).items():
+        if not key.startswith('GPU ') or not isinstance(node, dict):
+            continue
+        fabric = node.get('Fabric')
+        if isinstance(fabric, dict):
+            state, status = fabric.get('State'), fabric.get('Status')
+            found[key[4:].strip()] = (None if _blank(state) else str(state).strip(),
+                                      None if _blank(status) else str(status).strip())
+        elif isinstance(fabric, str):
+            found[key[4:].strip()] = (None, None)
+    return found
+
+
+def _condition_facts(crow, fabric):
+    state, status = fabric if fabric else (None, None)
+    enforced = to_float(crow.get('enforced.power.limit'))
+    return {
+        'power_limit_w': enforced if enforced is not None else to_float(crow.get('power.limit')),
+        'power_default_limit_w': to_float(crow.get('power.default_limit')),
+        'pcie_gen_current': to_int(crow.get('pcie.link.gen.current')),
+        'pcie_gen_max': to_int(crow.get('pcie.link.gen.max')),
+        'pcie_width_current': to_int(crow.get('pcie.link.width.current')),
+        'pcie_width_max': to_int(crow.get('pcie.link.width.max')),
+        'clock_events': clock_events(crow),
+        'fabric_state': state,
+        'fabric_status': status,
+    }
+
+
+def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_version=None, mig_devices=None,
+                    condition_rows=None, fabric=None):
     """Assemble the gpu_info facts.
 
     :arg rows: ``parse_query_gpu_csv`` rows for :data:`BASE_FIELDS`.
@@ -193,6 +281,9 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
         minor number the driver's probe order).
     :arg cuda_version: the CUDA version string, or None.
     :arg mig_devices: ``parse_mig_devices`` result, or None.
+    :arg condition_rows: ``parse_query_gpu_csv`` rows for :func:`condition_fields`,
+        or None when that query was refused (device id, power, PCIe and clock keys None).
+    :arg fabric: :func:`fabric_states` result, or None.
     :returns: ``{driver_version, cuda_version, count, gpus, topology}``.
     """
     minors = minors or {}
@@ -202,6 +293,12 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
         hindex = to_int(hrow.get('index'))
         if hindex is not None:
             health[hindex] = hrow
+    conditions = {}
+    for crow in condition_rows or []:
+        cindex = to_int(crow.get('index'))
+        if cindex is not None:
+            conditions[cindex] = crow
+    fabric = fabric or {}
     topo = topology or {}
     matrix = topo.get('matrix') or {}
     cpu_affinity = topo.get('cpu_affinity') or {}
@@ -223,7 +320,10 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
             affinity = None
         hrow = health.get(index, {})
         mig_enabled = bool(to_bool(row.get('mig.mode.current')))
-        gpus.append({
+        crow = conditions.get(index, {})
+        dev = device_id(crow.get('pci.device_id'))
+        key = model_key({'name': name, 'pci_device_id': dev})
+        entry = {
             'index': index,
             'name': name,
             'type': _gpu_type(name),
@@ -245,7 +345,12 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
             'remapped_rows_uncorrectable': to_int(hrow.get('remapped_rows.uncorrectable')),
             'remapped_rows_pending': to_bool(hrow.get('remapped_rows.pending')),
             'remapped_rows_failure': to_bool(hrow.get('remapped_rows.failure')),
-        })
+            'pci_device_id': '0x%s' % dev if dev else None,
+            'model_key': key,
+            'form_factor': form_factor(key),
+        }
+        entry.update(_condition_facts(crow, fabric.get(bus_id)))
+        gpus.append(entry)
         if driver_version is None and not _blank(row.get('driver_version')):
             driver_version = str(row.get('driver_version')).strip()
     gpus.sort(key=lambda gpu: (gpu['index'] is None, gpu['index']))

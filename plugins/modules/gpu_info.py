@@ -18,9 +18,14 @@ description:
   - Runs a second, best-effort query for the health counters (C(ecc.mode.current), C(ecc.errors.uncorrected.volatile.total),
     C(retired_pages.pending), C(remapped_rows.uncorrectable), C(remapped_rows.pending), C(remapped_rows.failure)); a driver
     that refuses one of these fields only costs those keys (they are V(null)) and a warning.
+  - Runs a third, best-effort query for the operating conditions (C(pci.device_id), C(power.limit), C(enforced.power.limit),
+    C(power.default_limit), C(pcie.link.gen.current/max), C(pcie.link.width.current/max) and the clock event reasons);
+    the reasons are asked as C(clocks_event_reasons.*) (R535 and later) and, when the driver refuses those, as
+    C(clocks_throttle_reasons.*).
+  - Each GPU's model key and form factor come from its exact name and PCI device id (module_utils/gpu_models.py).
   - With O(topology=true), runs C(nvidia-smi topo -m) and derives each GPU's CPU affinity, CPU list, NUMA node and nearest NIC.
-  - Reads the CUDA version from the header of C(nvidia-smi -q -d COMPUTE) (the C(CUDA Version) line every C(-q) report starts
-    with; C(--query-gpu) has no field for it).
+  - Reads the CUDA version from the header of C(nvidia-smi -q) (the C(CUDA Version) line every C(-q) report starts
+    with; C(--query-gpu) has no field for it), and each GPU's NVSwitch fabric state from its C(Fabric) section.
   - Reads each GPU's device minor number from C(/proc/driver/nvidia/gpus/<pci>/information) (C(Device Minor:)), because no
     C(--query-gpu) field gives it; when that file is missing the GPU index is used instead.
   - When a GPU has MIG enabled, runs C(nvidia-smi -L) to list its MIG devices.
@@ -180,6 +185,57 @@ gpus:
       description: Whether a row remap failed (the GPU needs service); V(null) when N/A.
       type: bool
       sample: false
+    pci_device_id:
+      description: PCI device id (without the vendor half); V(null) when not reported.
+      type: str
+      sample: "0x2330"
+    model_key:
+      description: The model by form factor when name and device id agree with the collection's table, else V(null).
+      type: str
+      sample: h100-sxm
+    form_factor:
+      description: V(sxm), V(pcie) or V(nvl) of RV(gpus[].model_key); V(null) for an unknown model.
+      type: str
+      sample: sxm
+    power_limit_w:
+      description: Enforced power limit in W (C(enforced.power.limit), else C(power.limit)); V(null) when N/A.
+      type: float
+      sample: 700.0
+    power_default_limit_w:
+      description: Default power limit in W; V(null) when N/A.
+      type: float
+      sample: 700.0
+    pcie_gen_current:
+      description: Current PCIe generation (idle GPUs train down to save power).
+      type: int
+      sample: 5
+    pcie_gen_max:
+      description: Highest PCIe generation of the GPU and its slot.
+      type: int
+      sample: 5
+    pcie_width_current:
+      description: Current PCIe link width (lanes).
+      type: int
+      sample: 16
+    pcie_width_max:
+      description: Highest PCIe link width.
+      type: int
+      sample: 16
+    clock_events:
+      description:
+        - Active clock event (throttle) reasons, for example V(gpu_idle), V(sw_power_cap), V(hw_slowdown),
+          V(hw_thermal_slowdown), V(hw_power_brake_slowdown), V(sw_thermal_slowdown); V(null) when not reported.
+      type: list
+      elements: str
+      sample: [gpu_idle]
+    fabric_state:
+      description: NVSwitch fabric C(State) from C(nvidia-smi -q) (V(Completed) when ready); V(null) when N/A.
+      type: str
+      sample: Completed
+    fabric_status:
+      description: NVSwitch fabric C(Status) from C(nvidia-smi -q) (V(Success) when ready); V(null) when N/A.
+      type: str
+      sample: Success
 topology:
   description:
     - The parsed C(nvidia-smi topo -m) (C(devices), C(matrix), C(cpu_affinity), C(numa_affinity), C(nic_names)).
@@ -200,7 +256,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import (
-    BASE_FIELDS, HEALTH_FIELDS, merge_gpu_facts, parse_device_minor, parse_mig_devices, sysfs_bus_id, to_bool,
+    BASE_FIELDS, CLOCK_PREFIXES, HEALTH_FIELDS, condition_fields, fabric_states, merge_gpu_facts, parse_device_minor,
+    parse_mig_devices, sysfs_bus_id, to_bool,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q, parse_query_gpu_csv, parse_topo_matrix
 
@@ -233,6 +290,23 @@ def _best_effort(module, argv, what):
         module.warn('%s failed (rc=%d), its fields are left null: %s' % (what, rc, (err or out).strip()[:300]))
         return None
     return out
+
+
+def _conditions(module, nvidia_smi):
+    """The condition rows, clock reasons under their R535+ names, else their older names; None when both are refused."""
+    said = ''
+    for prefix in CLOCK_PREFIXES:
+        fields = condition_fields(prefix)
+        rc, out, err = _run(module, _query_argv(nvidia_smi, fields))
+        if rc == 0:
+            try:
+                return parse_query_gpu_csv(out, fields=list(fields))
+            except ParseError as exc:
+                said = str(exc)
+                continue
+        said = (err or out).strip()[:300]
+    module.warn('nvidia-smi --query-gpu (device id, power, PCIe, clock events) failed, its fields are left null: %s' % said)
+    return None
 
 
 def _read_minors(rows):
@@ -272,17 +346,20 @@ def main():
         except ParseError as exc:
             module.warn('nvidia-smi health query output could not be parsed, its fields are left null: %s' % exc)
 
+    condition_rows = _conditions(module, nvidia_smi)
+
     topology = None
     if module.params['topology']:
         topology = _required(module, [nvidia_smi, 'topo', '-m'], 'nvidia-smi topo -m', parse_topo_matrix)
 
-    out = _best_effort(module, [nvidia_smi, '-q', '-d', 'COMPUTE'], 'nvidia-smi -q -d COMPUTE (CUDA version)')
-    cuda_version = None
+    out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
+    cuda_version, fabric = None, None
     if out is not None:
         try:
-            cuda_version = parse_nvidia_smi_q(out).get('cuda_version')
+            report = parse_nvidia_smi_q(out)
+            cuda_version, fabric = report.get('cuda_version'), fabric_states(report)
         except ParseError as exc:
-            module.warn('nvidia-smi -q -d COMPUTE output could not be parsed, cuda_version is left null: %s' % exc)
+            module.warn('nvidia-smi -q output could not be parsed, cuda_version and the fabric state are left null: %s' % exc)
 
     mig_devices = None
     if any(to_bool(row.get('mig.mode.current')) for row in rows):
@@ -290,7 +367,7 @@ def main():
         mig_devices = parse_mig_devices(out) if out is not None else None
 
     facts = merge_gpu_facts(rows, topology=topology, health_rows=health_rows, minors=_read_minors(rows),
-                            cuda_version=cuda_version, mig_devices=mig_devices)
+                            cuda_version=cuda_version, mig_devices=mig_devices, condition_rows=condition_rows, fabric=fabric)
     module.exit_json(changed=False, **facts)
 
 

@@ -146,6 +146,19 @@ def test_merge_with_topology_health_minor_and_cuda():
         'remapped_rows_uncorrectable': 0,
         'remapped_rows_pending': False,
         'remapped_rows_failure': False,
+        # no condition query, no -q: the exact name alone gives the model
+        'pci_device_id': None,
+        'model_key': 'h100-sxm',
+        'form_factor': 'sxm',
+        'power_limit_w': None,
+        'power_default_limit_w': None,
+        'pcie_gen_current': None,
+        'pcie_gen_max': None,
+        'pcie_width_current': None,
+        'pcie_width_max': None,
+        'clock_events': None,
+        'fabric_state': None,
+        'fabric_status': None,
     }
     # no /proc minor: the index stands in
     assert gpu1['minor_number'] == 1 and gpu1['device_file'] == '/dev/nvidia1'
@@ -197,3 +210,40 @@ def test_merge_bad_affinity_gives_no_cpus():
     topology = {'matrix': {}, 'cpu_affinity': {'GPU0': 'junk'}, 'numa_affinity': {'GPU0': 'N/A'}, 'nic_names': {}}
     gpu = gpu_facts.merge_gpu_facts(rows, topology=topology)['gpus'][0]
     assert gpu['cpu_affinity'] == 'junk' and gpu['cpus'] == [] and gpu['numa_node'] is None
+
+
+def test_clock_events_either_spelling():
+    new = dict(('clocks_event_reasons.%s' % r, 'Not Active') for r in gpu_facts.CLOCK_REASONS)
+    new['clocks_event_reasons.hw_power_brake_slowdown'] = 'Active'
+    old = dict(('clocks_throttle_reasons.%s' % r, 'Not Active') for r in gpu_facts.CLOCK_REASONS)
+    old['clocks_throttle_reasons.sw_power_cap'] = 'Active'
+    assert gpu_facts.clock_events(new) == ['hw_power_brake_slowdown']
+    assert gpu_facts.clock_events(old) == ['sw_power_cap']
+    assert gpu_facts.clock_events({'clocks_event_reasons.gpu_idle': None}) is None
+
+
+def test_fabric_states_of_the_real_h100_report():
+    from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q
+    from _paths import real_fixture
+    states = gpu_facts.fabric_states(parse_nvidia_smi_q(real_fixture('nvidia-smi/gpud-q-8xh100-535.183.01.txt')))
+    assert len(states) == 8 and set(states.values()) == {('Completed', 'Success')}
+    assert states['00000000:53:00.0'] == ('Completed', 'Success')
+
+
+def test_fabric_states_na_on_pcie():
+    text = 'GPU 00000000:17:00.0\n    Product Name : NVIDIA H100 PCIe\n    Fabric\n        State : N/A\n        Status : N/A\n'
+    from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q
+    assert gpu_facts.fabric_states(parse_nvidia_smi_q(text)) == {'00000000:17:00.0': (None, None)}
+
+
+def test_merge_conditions_and_model_by_device_id():
+    rows = parse_query_gpu_csv('0, NVIDIA H100 PCIe, GPU-a, 00000000:17:00.0, 81559, 535.183.01, Enabled, Disabled\n',
+                               fields=list(gpu_facts.BASE_FIELDS))
+    fields = gpu_facts.condition_fields()
+    cond = parse_query_gpu_csv('0, 0x233110DE, 250.00, 250.00, 350.00, 1, 5, 8, 16, Active, Not Active, Not Active, '
+                               'Not Active, Not Active, Not Active, Not Active\n', fields=list(fields))
+    gpu = gpu_facts.merge_gpu_facts(rows, condition_rows=cond, fabric={'00000000:17:00.0': (None, None)})['gpus'][0]
+    assert gpu['pci_device_id'] == '0x2331' and gpu['model_key'] == 'h100-pcie' and gpu['form_factor'] == 'pcie'
+    assert (gpu['power_limit_w'], gpu['power_default_limit_w']) == (250.0, 350.0)
+    assert (gpu['pcie_gen_current'], gpu['pcie_gen_max'], gpu['pcie_width_current'], gpu['pcie_width_max']) == (1, 5, 8, 16)
+    assert gpu['clock_events'] == ['gpu_idle'] and gpu['fabric_state'] is None

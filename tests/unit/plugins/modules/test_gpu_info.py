@@ -12,15 +12,18 @@ import pytest
 
 from _paths import own_fixture, real_fixture
 
-from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import BASE_FIELDS, HEALTH_FIELDS
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import BASE_FIELDS, HEALTH_FIELDS, condition_fields
 from ansible_collections.aicluster.infra.plugins.modules import gpu_info
 
 # Real `nvidia-smi -q` of an 8x H100 node (driver 535.183.01, CUDA 12.2): it
-# answers the `-q -d COMPUTE` call (same header), and the --query-gpu CSV
+# answers the `-q` call (CUDA version, Fabric sections), and the --query-gpu CSV
 # below is built from its values, so the two agree.
 TOPO = own_fixture('nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt')
 BASE_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(BASE_FIELDS), '--format=csv,noheader,nounits']
 HEALTH_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(HEALTH_FIELDS), '--format=csv,noheader,nounits']
+COND_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(condition_fields()), '--format=csv,noheader,nounits']
+OLD_COND_ARGV = ['/usr/bin/nvidia-smi', '--query-gpu=' + ','.join(condition_fields('clocks_throttle_reasons')),
+                 '--format=csv,noheader,nounits']
 
 
 def _gpus_of_q(text):
@@ -53,8 +56,16 @@ def _health_csv():
     return ''.join('%d, Enabled, %d, [N/A], 0, No, No\n' % (index, 2 if index == 5 else 0) for index in range(len(_real_gpus())))
 
 
-def nvidia_smi(base=None, health=None, topo=(0, TOPO, ''), q=None, listing=None):
+def _cond_csv(gpu5='700.00'):
+    # values as the real -q prints them: 0x233010DE, 700 W, PCIe gen 5 x16, Idle active
+    return ''.join('%d, 0x233010DE, %s, %s, 700.00, 5, 5, 16, 16, Active, Not Active, Not Active, Not Active, Not Active, '
+                   'Not Active, Not Active\n' % (index, gpu5 if index == 5 else '700.00', gpu5 if index == 5 else '700.00')
+                   for index in range(len(_real_gpus())))
+
+
+def nvidia_smi(base=None, health=None, topo=(0, TOPO, ''), q=None, listing=None, cond=None, old_cond=None):
     base = base if base is not None else (0, _base_csv(), '')
+    cond = cond if cond is not None else (0, _cond_csv(), '')
     health = health if health is not None else (0, _health_csv(), '')
     q = q if q is not None else (0, _q_real(), '')
 
@@ -63,9 +74,13 @@ def nvidia_smi(base=None, health=None, topo=(0, TOPO, ''), q=None, listing=None)
             return base
         if argv == HEALTH_ARGV:
             return health
+        if argv == COND_ARGV:
+            return cond
+        if argv == OLD_COND_ARGV and old_cond is not None:
+            return old_cond
         if argv[1:] == ['topo', '-m']:
             return topo
-        if argv[1:] == ['-q', '-d', 'COMPUTE']:
+        if argv[1:] == ['-q']:
             return q
         if argv[1:] == ['-L'] and listing is not None:
             return listing
@@ -84,7 +99,7 @@ def test_facts_of_an_8xh100_node(run_module):
     assert len(_real_gpus()) == 8
     result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
     assert 'failed' not in result and result['changed'] is False
-    assert [call[1:] for call in calls] == [BASE_ARGV[1:], HEALTH_ARGV[1:], ['topo', '-m'], ['-q', '-d', 'COMPUTE']]
+    assert [call[1:] for call in calls] == [BASE_ARGV[1:], HEALTH_ARGV[1:], COND_ARGV[1:], ['topo', '-m'], ['-q']]
     assert result['driver_version'] == '535.183.01'
     assert result['cuda_version'] == '12.2'
     assert result['count'] == 8
@@ -109,6 +124,31 @@ def test_facts_of_an_8xh100_node(run_module):
     assert result['gpus'][5]['ecc_errors_uncorrected_volatile'] == 2
     assert result['topology']['nic_names']['NIC1'] == 'mlx5_3'
     assert result['topology']['matrix']['GPU0']['NIC0'] == 'PIX'
+    assert gpu0['pci_device_id'] == '0x2330' and gpu0['model_key'] == 'h100-sxm' and gpu0['form_factor'] == 'sxm'
+    assert gpu0['power_limit_w'] == 700.0 and gpu0['power_default_limit_w'] == 700.0
+    assert (gpu0['pcie_gen_current'], gpu0['pcie_gen_max'], gpu0['pcie_width_current'], gpu0['pcie_width_max']) == (5, 5, 16, 16)
+    assert gpu0['clock_events'] == ['gpu_idle']
+    assert [(gpu['fabric_state'], gpu['fabric_status']) for gpu in result['gpus']] == [('Completed', 'Success')] * 8
+
+
+def test_conditions_fall_back_to_the_throttle_reason_names(run_module):
+    refused = (2, '', 'Field "clocks_event_reasons.gpu_idle" is not a valid field to query.\n')
+    old = (0, _cond_csv('500.00').replace('Active, Not Active, Not Active, Not Active, Not Active',
+                                          'Not Active, Not Active, Not Active, Active, Active', 1), '')
+    result, calls = run_module(gpu_info, {'topology': False}, {'nvidia-smi': nvidia_smi(cond=refused, old_cond=old)})
+    assert OLD_COND_ARGV in calls and 'failed' not in result
+    assert result['gpus'][0]['clock_events'] == ['hw_slowdown', 'hw_thermal_slowdown']
+    assert result['gpus'][5]['power_limit_w'] == 500.0 and result['gpus'][5]['power_default_limit_w'] == 700.0
+
+
+def test_conditions_refused_only_warn(run_module):
+    refused = (2, '', 'Field "pci.device_id" is not a valid field to query.\n')
+    result, dummy = run_module(gpu_info, {'topology': False}, {'nvidia-smi': nvidia_smi(cond=refused, old_cond=refused)})
+    assert 'failed' not in result
+    gpu0 = result['gpus'][0]
+    assert gpu0['power_limit_w'] is None and gpu0['clock_events'] is None and gpu0['pci_device_id'] is None
+    assert gpu0['model_key'] == 'h100-sxm'  # the exact name alone, with no device id to contradict it
+    assert any('clock events' in warning for warning in result['warnings'])
 
 
 def test_minor_numbers_from_proc(run_module, no_proc):
