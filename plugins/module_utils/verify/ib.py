@@ -13,6 +13,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, merge, uniform
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.fabric import identity_of, plan_reads
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 PORT_CHECKS = ('ib.hca_present', 'ib.port_state', 'ib.port_rate', 'ib.link_layer')
@@ -156,11 +157,14 @@ def decide_ib(observations, expected):
     ``observations``: node -> {``ib_info``: the ib_info module result, failed
     or not (absent: not read)}. ``expected``: as ``evaluate_ib_fleet`` plus
     ``ports`` and ``uniform`` (bools: which checks are enabled).
-    Returns ``{'nodes', 'fleet', 'raw', 'checked'}``: node-scope results, fleet
-    results, the node's adapters for results.json, and each node's HCAs in rail
-    order (the fabric and perftest areas use them).
+    Returns ``{'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads'}``:
+    node-scope results, fleet results, the node's adapters for results.json,
+    each node's HCAs in rail order (the fabric and perftest areas use them),
+    each node's HCA -> port GUIDs (how the fabric read finds the node), and
+    where iblinkinfo reads from (``fabric_host``, default the node that reaches
+    the most subnets; one read per subnet).
     """
-    nodes, raw, checked, infos = {}, {}, {}, {}
+    nodes, raw, checked, infos, identity = {}, {}, {}, {}, {}
     ports, uniform_enabled = bool(expected.get('ports', True)), bool(expected.get('uniform', True))
     node_expected = dict((key, expected.get(key)) for key in ('hcas', 'port', 'rate_gbps', 'link_layer'))
     for node, observed in sorted(observations.items()):
@@ -178,9 +182,11 @@ def decide_ib(observations, expected):
         nodes[node] = evaluate_ib(info, node_expected) if ports else []
         raw[node], infos[node] = {'ib_info': adapters}, adapters
         checked[node] = checked_hcas(info, expected.get('hcas'), expected.get('link_layer'))
+        identity[node] = identity_of(info)
     fleet = {}
     if uniform_enabled:
         fleet_expected = dict(node_expected, firmware=expected.get('firmware'), ofed=expected.get('ofed'),
                               fleet_checks=['ib.firmware_uniform', 'ib.ofed_uniform'] + (['ib.port_rate'] if ports else []))
         fleet = evaluate_ib_fleet(infos, fleet_expected)
-    return {'nodes': nodes, 'fleet': fleet, 'raw': raw, 'checked': checked}
+    reads = plan_reads(infos, checked, expected.get('port') or 1, expected.get('fabric_host') or None)
+    return {'nodes': nodes, 'fleet': fleet, 'raw': raw, 'checked': checked, 'identity': identity, 'fabric_reads': reads}

@@ -66,7 +66,7 @@ def test_verify_ib():
     observations = {'gpu01': {'ib_info': _ib_info(), 'ping': _ran('3 packets transmitted, 3 received'), 'peer': 'gpu02'},
                     'gpu02': {'ib_info': {'failed': True, 'msg': 'ibstat: not found'}, 'ping': SKIPPED, 'peer': 'gpu01'}}
     outcome = vf.verify_ib(observations, {'hcas': [], 'port': 1, 'rate_gbps': 400, 'link_layer': 'InfiniBand', 'mtu': 4096})
-    assert set(outcome) == {'nodes', 'fleet', 'raw', 'checked', 'parameters'}
+    assert set(outcome) == {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads', 'parameters'}
     assert outcome['parameters'] == {'ib_rate_gbps': 400, 'ib_port': 1, 'ib_link_layer': 'InfiniBand', 'mtu': 4096}
     assert 'net.mtu' in [r['check'] for r in outcome['nodes']['gpu01']]
     assert [r['check'] for r in outcome['nodes']['gpu02']] == ['ib.hca_present']
@@ -80,7 +80,7 @@ def test_verify_fabric():
             'state': 'Active', 'peer_name': 'MF0;leaf-rail0:MQM9790/U1', 'peer_port': 1, 'could_be': None}
     outcome = vf.verify_fabric({'changed': False, 'links': [link]}, {'gpu01': ['mlx5_0']},
                                {'width': '4X', 'lane_speed_gbps': 0.0, 'rail_check': True})
-    assert set(outcome) == {'fleet', 'summary', 'parameters'}
+    assert set(outcome) == {'fleet', 'cluster', 'summary', 'parameters'}
     assert outcome['parameters'] == {'fabric_width': '4X', 'fabric_lane_speed_gbps': 0.0}
     assert all(r['passed'] for r in outcome['fleet']['gpu01'])
     assert vf.verify_fabric({'failed': True, 'msg': 'iblinkinfo: not found'}, {'gpu01': ['mlx5_0']}, {}) is None

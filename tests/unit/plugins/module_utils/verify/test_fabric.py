@@ -103,7 +103,7 @@ def test_decide_fabric_reads_the_module_result_once():
     links = [_ca('a', 'mlx5_0', 'leaf0'), dict(_ca('b', 'mlx5_0', 'leaf0'), width='1X')]
     info = {'changed': False, 'links': links, 'errors': ['ibwarn: something']}
     out = fabric.decide_fabric(info, {'a': ['mlx5_0'], 'b': ['mlx5_0']}, {'width': '4X'})
-    assert set(out) == {'fleet', 'summary'}
+    assert set(out) == {'fleet', 'cluster', 'summary'}
     assert not _failed(out['fleet']['a'])
     assert [r['check'] for r in _failed(out['fleet']['b'])] == ['fabric.link_width']
     assert out['summary']['links'] == links and len(out['summary']['degraded']) == 1
@@ -111,3 +111,172 @@ def test_decide_fabric_reads_the_module_result_once():
     # fabric_info failed, skipped or not run: no fabric results at all
     for info in (None, {}, {'failed': True, 'msg': 'iblinkinfo: not found'}, {'skipped': True}):
         assert fabric.decide_fabric(info, {'a': ['mlx5_0']}, {}) is None
+
+
+# ---- identity by GUID, missing HCAs, rails per scalable unit, cluster-level links (issue 11)
+
+def _guid(node, hca):
+    return '0x946dae03%04x%02x%02x' % (ord(node[-1]), int(hca.rsplit('_', 1)[1]), 1)
+
+
+def _sw_guid(leaf):
+    return '0xfc6a1c030001%04x' % leaf
+
+
+def _cable(node, hca, leaf, leaf_port, description=None, switch_name='Quantum2 Mellanox Technologies', width='4X',
+           could_be=None, source=None):
+    """Both printed lines of one CA<->leaf cable (iblinkinfo default layout): the switch line and the CA line."""
+    ca_lid = 100 * (ord(node[-1]) - 96) + int(hca.rsplit('_', 1)[1]) + 1
+    desc = description if description is not None else '%s %s' % (node, hca)
+    link = {'width': width, 'lane_speed_gbps': 106.25, 'state': 'Active', 'could_be': could_be, 'source': source}
+    switch_line = dict(link, node_type='Switch', node_guid=_sw_guid(leaf), node_name=switch_name, node_lid=leaf,
+                       port=leaf_port, port_guid=None, peer_lid=ca_lid, peer_port=1, peer_name=desc)
+    ca_line = dict(link, node_type='CA', node_guid=_guid(node, hca), node_name=desc, node_lid=ca_lid, port=1,
+                   port_guid=_guid(node, hca), peer_lid=leaf, peer_port=leaf_port, peer_name=switch_name)
+    return [switch_line, ca_line]
+
+
+def _identity(nodes):
+    return dict((node, dict((hca, [_guid(node, hca)]) for hca in hcas)) for node, hcas in nodes.items())
+
+
+def _fleet(wiring, **kwargs):
+    """wiring: node -> [leaf per rail]; returns (links, nodes)."""
+    links, nodes = [], {}
+    for position, (node, leaves) in enumerate(sorted(wiring.items())):
+        nodes[node] = ['mlx5_%d' % rail for rail in range(len(leaves))]
+        for rail, leaf in enumerate(leaves):
+            links.extend(_cable(node, 'mlx5_%d' % rail, leaf, position + 1, **kwargs))
+    return links, nodes
+
+
+@pytest.mark.parametrize('mode', ['ofed', 'anonymous', 'fqdn'])
+def test_identity_by_guid_whatever_the_description(mode):
+    descriptions = {'ofed': lambda node, hca: '%s HCA-%d' % (node, int(hca[-1]) + 1),
+                    'anonymous': lambda node, hca: 'MT4129 ConnectX7 Mellanox Technologies',
+                    'fqdn': lambda node, hca: '%s.cluster.example.org %s' % (node, hca)}[mode]
+    links, nodes = [], {'a': ['mlx5_0', 'mlx5_1'], 'b': ['mlx5_0', 'mlx5_1']}
+    for position, node in enumerate(sorted(nodes)):
+        for rail, hca in enumerate(nodes[node]):
+            links.extend(_cable(node, hca, rail + 1, position + 1, description=descriptions(node, hca),
+                                width='1X' if (node, hca) == ('b', 'mlx5_1') else '4X'))
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert not _failed(out['nodes']['a'])
+    bad = _failed(out['nodes']['b'])
+    assert [(r['check'], r['subject'], r['identified_by']) for r in bad] == [('fabric.link_width', 'mlx5_1:1', 'guid')]
+    assert _sw_guid(2) in bad[0]['peer']
+    assert out['cluster'] == [] and out['unmapped'] == []
+
+
+def test_description_is_a_fallback_for_a_node_without_guids_and_says_so():
+    links = _cable('a', 'mlx5_0', 1, 1) + _cable('b', 'mlx5_0', 1, 2, width='1X')
+    nodes = {'a': ['mlx5_0'], 'b': ['mlx5_0']}
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'identity': {'a': _identity(nodes)['a']}})
+    bad = _failed(out['nodes']['b'])
+    assert [(r['subject'], r['identified_by']) for r in bad] == [('mlx5_0:1', 'description')]
+    assert 'node description' in bad[0]['message']
+
+
+def test_a_guid_known_to_no_node_is_not_taken_from_its_description():
+    # the description names node a, but a's GUIDs are known and this port is not one of them
+    links = _cable('a', 'mlx5_0', 1, 1) + _cable('z', 'mlx5_0', 1, 9, description='a mlx5_0', width='1X')
+    nodes = {'a': ['mlx5_0']}
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'identity': _identity(nodes)})
+    assert not _failed(out['nodes']['a'])
+    assert [(r['check'], r['subject']) for r in out['cluster']] == [('fabric.link_width', 'switch %s port 9' % _sw_guid(1))]
+
+
+def test_unmanaged_switches_with_one_name_are_told_apart_by_guid():
+    # a, b, c: rail 0 on leaf 1, rail 1 on leaf 2; d has the rail 1 cable on leaf 1 - every switch has the same name
+    links, nodes = _fleet({'a': [1, 2], 'b': [1, 2], 'c': [1, 2], 'd': [1, 1]})
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert [node for node in sorted(nodes) if _failed(out['nodes'][node])] == ['d']
+    bad = _failed(out['nodes']['d'])
+    assert [(r['check'], r['rail']) for r in bad] == [('fabric.rail', 1)]
+    assert 'two rails on one leaf' in bad[0]['message']
+
+
+def test_hcas_not_seen_in_the_fabric_read_fail():
+    links = _cable('a', 'mlx5_0', 1, 1) + _cable('b', 'mlx5_0', 1, 2)
+    nodes = {'a': ['mlx5_0', 'mlx5_3'], 'b': ['mlx5_0']}
+    reads = [{'ca': 'mlx5_0', 'port': 1, 'subnet': 'fe80:0000:0000:0000 SM LID 1', 'status': 'read'}]
+    out = fabric.evaluate_fabric({'links': links, 'reads': reads}, nodes, {'identity': _identity(nodes)})
+    assert not _failed(out['nodes']['b'])
+    bad = _failed(out['nodes']['a'])
+    assert [(r['check'], r['subject'], r['measured']) for r in bad] == [('fabric.link_width', 'mlx5_3:1', 'not seen')]
+    assert bad[0]['message'].startswith('mlx5_3 not seen in the fabric read of subnet fe80:0000:0000:0000 SM LID 1')
+    assert 'port is down or on a subnet that was not read' in bad[0]['message']
+
+
+def test_no_hca_seen_at_all_fails_every_node():
+    nodes = {'a': ['mlx5_0'], 'b': ['mlx5_0']}
+    out = fabric.evaluate_fabric({'links': []}, nodes, {'checks': ['fabric.link_speed']})
+    assert all([r['check'] for r in _failed(out['nodes'][node])] == ['fabric.link_speed'] for node in nodes)
+
+
+def _two_su(extra=None):
+    # SU 1: a-d on leaves 1/2; SU 2: e-h on leaves 11/12
+    wiring = dict((node, [1, 2]) for node in 'abcd')
+    wiring.update((node, [11, 12]) for node in 'efgh')
+    wiring.update(extra or {})
+    return _fleet(wiring)
+
+
+def test_two_scalable_units_fail_nobody():
+    links, nodes = _two_su()
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert not [node for node in nodes if _failed(out['nodes'][node])]
+    assert out['cluster'] == []
+    assert len(_by_check(out['nodes']['e'], 'fabric.rail')) == 2
+
+
+def test_a_rail_against_its_scalable_unit_fails_that_node_only():
+    links, nodes = _two_su({'h': [11, 2]})
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert [node for node in sorted(nodes) if _failed(out['nodes'][node])] == ['h']
+    assert [r['rail'] for r in _failed(out['nodes']['h'])] == [1]
+
+
+def test_a_tie_inside_a_scalable_unit_is_a_cluster_result_that_drains_nobody():
+    links, nodes = _fleet({'a': [1, 2], 'b': [1, 2], 'c': [1, 3], 'd': [1, 3]})
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert not [node for node in nodes if _failed(out['nodes'][node])]
+    assert [(r['check'], r['subject'], r['rail'], r['passed']) for r in out['cluster']] == [('fabric.rail', 'fabric', 1, False)]
+    assert out['cluster'][0]['nodes'] == ['a', 'b', 'c', 'd']
+
+
+def test_scalable_units_from_the_inventory():
+    links, nodes = _fleet({'a': [1, 2], 'b': [1, 2], 'c': [3, 2], 'd': [1, 2]})
+    units = {'a': 'su1', 'b': 'su1', 'c': 'su1', 'd': 'su1'}
+    out = fabric.evaluate_fabric({'links': links}, nodes,
+                                 {'rail_check': True, 'identity': _identity(nodes), 'scalable_units': units})
+    assert [node for node in sorted(nodes) if _failed(out['nodes'][node])] == ['c']
+    assert _failed(out['nodes']['c'])[0]['scalable_unit'] == 'SU su1'
+
+
+def test_degraded_spine_link_is_a_cluster_result():
+    links, nodes = _fleet({'a': [1], 'b': [1]})
+    spine = {'width': '4X', 'lane_speed_gbps': 53.125, 'state': 'Active', 'could_be': 'Could be 106.25 Gbps',
+             'node_type': 'Switch', 'node_guid': _sw_guid(1), 'node_name': 'Quantum2 Mellanox Technologies', 'node_lid': 1,
+             'port': 63, 'peer_lid': 51, 'peer_port': 4, 'peer_name': 'Quantum2 Mellanox Technologies'}
+    back = dict(spine, node_guid=_sw_guid(51), node_lid=51, port=4, peer_lid=1, peer_port=63)
+    out = fabric.evaluate_fabric({'links': links + [spine, back]}, nodes, {'identity': _identity(nodes)})
+    assert not [node for node in nodes if _failed(out['nodes'][node])]
+    assert [(r['check'], r['subject']) for r in out['cluster']] == [('fabric.link_speed', 'switch %s port 63' % _sw_guid(1))]
+    assert _sw_guid(51) in out['cluster'][0]['message']
+
+
+def test_plan_reads_one_port_per_subnet():
+    def info(prefixes):
+        return {'hcas': [{'name': 'mlx5_%d' % n, 'ports': [{
+            'port': 1, 'state': 'Active', 'link_layer': 'InfiniBand', 'sm_lid': 1, 'port_guid': '0x%x' % (n + 16),
+            'gids': [{'index': 0, 'gid': '%s:0000:0000:0000:0000' % prefix}]}]} for n, prefix in enumerate(prefixes)]}
+    per_rail = ['fec0:0000:0000:000%d' % n for n in range(4)]
+    infos = {'a': info(per_rail[:3]), 'b': info(per_rail)}
+    checked = dict((node, ['mlx5_%d' % n for n in range(len(infos[node]['hcas']))]) for node in infos)
+    plan = fabric.plan_reads(infos, checked)
+    assert plan['host'] == 'b' and [read['ca'] for read in plan['reads']] == ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3']
+    assert plan['reads'][0] == {'ca': 'mlx5_0', 'port': 1, 'guid': '0x0000000000000010', 'subnet': 'fec0:0000:0000:0000 SM LID 1'}
+    one = fabric.plan_reads({'a': info(['fe80:0000:0000:0000'] * 3)}, {'a': ['mlx5_0', 'mlx5_1', 'mlx5_2']}, host='a')
+    assert one['host'] == 'a' and [read['ca'] for read in one['reads']] == ['mlx5_0', 'mlx5_1', 'mlx5_2']
+    assert len(set(read['subnet'] for read in one['reads'])) == 1

@@ -93,7 +93,7 @@ def test_decide_ib_with_a_failed_ib_info():
     }
     expected = {'hcas': ['mlx5_0', 'mlx5_3'], 'port': 1, 'rate_gbps': 400, 'link_layer': 'InfiniBand'}
     out = ib.decide_ib(observations, expected)
-    assert set(out) == {'nodes', 'fleet', 'raw', 'checked'}
+    assert set(out) == {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads'}
     bad = out['nodes']['gpu02']
     assert len(bad) == 1 and bad[0]['check'] == 'ib.hca_present' and bad[0]['passed'] is False
     assert 'ibstat: command not found' in bad[0]['message']
@@ -113,3 +113,18 @@ def test_decide_ib_switches_and_unread_nodes():
     assert out['checked'] == {'a': ['mlx5_0'], 'b': ['mlx5_0'], 'c': []}
     out = ib.decide_ib(observations, {'ports': False, 'uniform': False})
     assert out['fleet'] == {} and out['raw']['a'] == {'ib_info': None}
+
+
+def test_decide_ib_maps_each_hca_to_its_guids_and_plans_the_fabric_read():
+    def info(node):
+        out = _info(names=('mlx5_0', 'mlx5_3'))
+        for number, ca in enumerate(out['hcas']):
+            ca['node_guid'] = '0x946DAE03000%d000%d' % (node, number)
+            ca['ports'][0].update(port_guid='0x946dae03000%d000%d' % (node, number), sm_lid=1)
+        return out
+    observations = {'gpu01': {'ib_info': info(1)}, 'gpu02': {'ib_info': info(2)}}
+    out = ib.decide_ib(observations, {'port': 1, 'link_layer': 'InfiniBand', 'fabric_host': 'gpu02'})
+    assert out['identity']['gpu01'] == {'mlx5_0': ['0x946dae0300010000'], 'mlx5_3': ['0x946dae0300010001']}
+    assert out['fabric_reads']['host'] == 'gpu02'
+    assert [(read['ca'], read['guid']) for read in out['fabric_reads']['reads']] == [
+        ('mlx5_0', '0x946dae0300020000'), ('mlx5_3', '0x946dae0300020001')]
