@@ -41,9 +41,9 @@ def verify_perftest_plan(observations, expected):
     return _call('verify_perftest_plan', decide.perftest_plan, observations, expected)
 
 
-def verify_perftest_tests(pairs, outcome, base_port):
-    """The tests of one round (client, server, HCAs, port, line rate) for ``pairs`` of the plan."""
-    return _call('verify_perftest_tests', decide.perftest_tests, pairs, outcome, base_port)
+def verify_perftest_tests(pairs, outcome, base_port, test=None):
+    """The tests of one round (client, server, HCAs, port, line rate, per-side options) of ``test`` for ``pairs`` of the plan."""
+    return _call('verify_perftest_tests', decide.perftest_tests, pairs, outcome, base_port, test)
 
 
 def verify_perftest_round(outcome, async_results, expected):

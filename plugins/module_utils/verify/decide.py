@@ -23,7 +23,8 @@ PARAMETERS = {
     'fabric': (('width', 'fabric_width'), ('lane_speed_gbps', 'fabric_lane_speed_gbps')),
     'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
                  ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
-                 ('max_latency_us', 'perftest_max_latency_us')),
+                 ('max_latency_us', 'perftest_max_latency_us'), ('rate_gbps', 'perftest_rate_gbps'),
+                 ('tclass', 'perftest_tclass'), ('gpudirect_bw_enabled', 'perftest_gpudirect')),
     'gpu': (('dcgm_level', 'dcgm_diag_level'), ('dcgm_allow_warn', 'dcgm_allow_warn'),
             ('ecc_uncorrected_max', 'gpu_ecc_uncorrected_max'), ('nvlinks_per_gpu', 'gpu_nvlinks_per_gpu')),
     'nccl': (('test', 'nccl_test'), ('min_bytes', 'nccl_min_bytes'), ('max_bytes', 'nccl_max_bytes'),
@@ -63,9 +64,9 @@ def perftest_plan(observations, expected):
     return _recorded('perftest', _perftest.plan(observations, expected), expected)
 
 
-def perftest_tests(pairs, outcome, base_port):
-    """The tests of one round for ``pairs`` of the plan."""
-    return _perftest.round_tests(pairs, outcome['endpoints'], base_port)
+def perftest_tests(pairs, outcome, base_port, test=None):
+    """The tests of one round of ``test`` for ``pairs`` of the plan."""
+    return _perftest.round_tests(pairs, outcome['endpoints'], base_port, test=test)
 
 
 def perftest_round(outcome, async_results, expected):

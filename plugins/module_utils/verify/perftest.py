@@ -1,13 +1,22 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Area perftest: rail-aligned ib_write_bw / ib_read_bw / ib_write_lat between node pairs.
+"""Area perftest: rail-aligned ib_write_bw / ib_read_bw / ib_write_lat between node pairs, and a GPUDirect pass.
 
 The verify_perftest role makes two kinds of call: ``plan`` once (each node's
 test endpoint, the rounds of node-disjoint pairs), then ``record_round``
 after every round, which parses each client's output once, judges the pair
 against the threshold, plans the re-tests and blames the side that failed
 with two partners (``evaluate_perftest``).
+
+The line rate a pair is judged against is the fleet's, never the pair's own:
+``rate_gbps`` from the inventory (``verify_ib_rate_gbps``) when set, else the
+most common port rate of the fleet (ties: the highest). A pair over a 1X
+link is then measured against 0.9 x 400 Gb/s, not 0.9 x its own 100.
+Each test runs under ``numactl`` bound to its HCA's NUMA node when that node
+is known and numactl is installed; RoCE tests carry ``--tclass``; the
+``gpudirect_bw`` pass is ib_write_bw with ``--use_cuda`` of the GPU nearest
+each HCA (gpu_info's ``nearest_nic``).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -21,7 +30,9 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify._common imp
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.ib import checked_hcas
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.perftest_blame import evaluate_perftest
 
-TESTS = ('write_bw', 'read_bw', 'write_lat')
+TESTS = ('write_bw', 'read_bw', 'write_lat', 'gpudirect_bw')
+# Tests judged as bandwidth (Gb/s against the line rate); the others are latency.
+BW_TESTS = ('write_bw', 'read_bw', 'gpudirect_bw')
 MIB_PER_S_IN_GBPS = 8.0 * 1048576 / 1e9
 _NOMINAL_LANE = {2.5: 'SDR', 5.0: 'DDR', 10.0: 'QDR', 14.0: 'FDR', 25.0: 'EDR', 50.0: 'HDR', 100.0: 'NDR', 200.0: 'XDR'}
 
@@ -42,51 +53,159 @@ def data_rate_gbps(rate):
     return None
 
 
-def endpoint(ib_info, hcas=None, link_layer=None, address=None):
-    """A node's test endpoint: address, HCA names in rail order, and per rail the HCA, its rate and RoCE GID index."""
+def _numa_node(value):
+    """A NUMA node number from sysfs text or an int; None for -1 (unknown), blank or junk."""
+    try:
+        number = int(str(value).strip())
+    except (TypeError, ValueError):
+        return None
+    return number if number >= 0 else None
+
+
+def nearest_gpus(gpu_info):
+    """HCA name -> index of the GPU nearest to it (gpu_info ``nearest_nic``; several GPUs: the lowest index)."""
+    nearest = {}
+    if not isinstance(gpu_info, dict) or failed(gpu_info):
+        return nearest
+    for gpu in gpu_info.get('gpus') or []:
+        nic, index = gpu.get('nearest_nic'), gpu.get('index')
+        if nic and index is not None and (nic not in nearest or index < nearest[nic]):
+            nearest[nic] = index
+    return nearest
+
+
+def endpoint(ib_info, hcas=None, link_layer=None, address=None, numa=None, numactl=None, gpu_info=None, tclass=None):
+    """A node's test endpoint: address, HCA names in rail order, and per rail the HCA, its rate, link layer,
+    RoCE GID index, NUMA node, nearest GPU and the traffic class its RoCE tests use.
+
+    ``numa``: HCA name -> its sysfs ``numa_node`` (-1 or missing: unknown);
+    ``numactl``: whether numactl is installed (None: not asked); ``gpu_info``:
+    the gpu_info result (None: no GPUs); ``tclass``: the RoCE traffic class.
+    """
     names = checked_hcas(ib_info, hcas, link_layer)
     by_name = dict((ca.get('name'), ca) for ca in (ib_info or {}).get('hcas') or [])
+    gpus = nearest_gpus(gpu_info)
     entries = []
     for rail, name in enumerate(names):
         port = ((by_name.get(name) or {}).get('ports') or [{}])[0]
-        entries.append({'rail': rail, 'name': name, 'rate_gbps': port.get('rate_gbps'),
-                        'gid_index': port.get('roce_v2_gid_index') if port.get('link_layer') == 'Ethernet' else None})
-    return {'address': address, 'names': names, 'hcas': entries}
+        roce = port.get('link_layer') == 'Ethernet'
+        entries.append({'rail': rail, 'name': name, 'rate_gbps': port.get('rate_gbps'), 'link_layer': port.get('link_layer'),
+                        'gid_index': port.get('roce_v2_gid_index') if roce else None,
+                        'numa_node': _numa_node((numa or {}).get(name)), 'gpu': gpus.get(name),
+                        'tclass': int(tclass) if roce and tclass not in (None, '') else None})
+    return {'address': address, 'names': names, 'hcas': entries, 'numactl': numactl}
 
 
-def enabled_tests(expected):
-    """The tests turned on (``<test>_enabled`` in ``expected``), in the order they run."""
-    return [test for test in TESTS if expected.get('%s_enabled' % test, test == 'write_bw')]
+def fleet_rate_gbps(endpoints):
+    """The data rate (Gb/s) of the fleet's most common port rate over every tested HCA (ties: the highest); None when no port has one."""
+    counts = {}
+    for point in (endpoints or {}).values():
+        for hca in (point or {}).get('hcas') or []:
+            rate = data_rate_gbps(hca.get('rate_gbps'))
+            if rate is not None:
+                counts[rate] = counts.get(rate, 0) + 1
+    if not counts:
+        return None
+    return max(counts, key=lambda rate: (counts[rate], rate))
+
+
+def expected_rate(expected, endpoints):
+    """(line rate in Gb/s, its source): the inventory's ``rate_gbps`` when set (> 0), else the fleet's most common rate.
+
+    Never a pair's own negotiated rate: a degraded link would lower its own bar.
+    """
+    wanted = (expected or {}).get('rate_gbps')
+    try:
+        wanted = float(wanted) if wanted not in (None, '') else 0.0
+    except (TypeError, ValueError):
+        wanted = 0.0
+    if wanted > 0:
+        rate = data_rate_gbps(wanted)
+        return (rate if rate is not None else wanted), 'inventory'
+    rate = fleet_rate_gbps(endpoints)
+    return rate, 'fleet' if rate is not None else None
+
+
+def pinning(point, hca):
+    """numactl argv prefix for one HCA's test and why: ([...], 'numa node N') or ([], the reason it is not pinned)."""
+    node = hca.get('numa_node')
+    if node is None:
+        return [], 'not pinned: NUMA node of %s unknown' % hca.get('name')
+    if point.get('numactl') is False:
+        return [], 'not pinned: numactl absent'
+    if point.get('numactl') is None:
+        return [], 'not pinned: numactl not looked for'
+    return ['numactl', '--cpunodebind=%d' % node, '--membind=%d' % node], 'numa node %d' % node
+
+
+def enabled_tests(expected, endpoints=None):
+    """The tests turned on (``<test>_enabled`` in ``expected``), in the order they run.
+
+    ``gpudirect_bw`` runs only when some node has a GPU nearest one of its HCAs.
+    """
+    tests = [test for test in TESTS if expected.get('%s_enabled' % test, test == 'write_bw')]
+    if 'gpudirect_bw' in tests and not any(hca.get('gpu') is not None for point in (endpoints or {}).values()
+                                           for hca in (point or {}).get('hcas') or []):
+        tests.remove('gpudirect_bw')
+    return tests
 
 
 def plan(observations, expected):
-    """The run's plan: ``observations`` node -> {``ib_info``: module result, ``address``}.
+    """The run's plan: ``observations`` node -> {``ib_info``: module result, ``address``, and optionally
+    ``numa`` (HCA -> sysfs numa_node), ``numactl`` (bool), ``gpu_info`` (module result)}.
 
     Returns the outcome the rounds update: ``summary`` (results.json's
     ``perftest``: schedule, rounds, pairs, unattributed), ``endpoints`` (node ->
     endpoint; a node whose adapters could not be read has none and is left
     out of the pairs), ``rails`` (node -> HCAs in rail order), ``tests``,
     ``retest`` (test -> the next re-test round) and ``fleet`` (node -> results).
+    Every endpoint carries ``line_rate_gbps``, the rate every pair is judged
+    against (``expected_rate``); the summary records it and its source.
     """
     endpoints = {}
     for node, observed in observations.items():
-        info = (observed or {}).get('ib_info')
+        observed = observed or {}
+        info = observed.get('ib_info')
+        gpu_info = observed.get('gpu_info')
         endpoints[node] = {} if not info or failed(info) else endpoint(
-            info, expected.get('hcas'), expected.get('link_layer'), observed.get('address') or node)
+            info, expected.get('hcas'), expected.get('link_layer'), observed.get('address') or node,
+            numa=numa_nodes(observed['numa']) if isinstance(observed.get('numa'), str) else observed.get('numa'),
+            numactl=observed.get('numactl'),
+            gpu_info=gpu_info if expected.get('gpudirect_bw_enabled') else None, tclass=expected.get('tclass'))
+    rate, source = expected_rate(expected, endpoints)
+    for point in endpoints.values():
+        if point:
+            point['line_rate_gbps'] = rate
     order = list(observations)
     nodes = [node for node in order if endpoints[node].get('names')]
-    tests = enabled_tests(expected)
+    tests = enabled_tests(expected, endpoints)
     outcome = {'summary': {'schedule': expected.get('schedule') or 'cover', 'rounds': ps.schedule(nodes, expected.get('schedule') or 'cover'),
-                           'pairs': [], 'unattributed': {}},
+                           'pairs': [], 'unattributed': {}, 'line_rate_gbps': rate, 'line_rate_source': source},
                'endpoints': endpoints, 'rails': dict((node, endpoints[node].get('names') or []) for node in order),
                'tests': tests, 'retest': dict((test, []) for test in tests)}
     return _evaluated(outcome)
 
 
-def round_tests(pairs, endpoints, base_port, rails=None):
-    """One entry per (pair, rail) of a round: client, server, their HCAs, GID indexes, address, port and line rate.
+def _side_argv(hca, test):
+    """Per-side perftest options that depend on the HCA: ``-x`` (RoCE GID), ``--tclass`` (RoCE), ``--use_cuda``."""
+    argv = []
+    if hca.get('gid_index') is not None:
+        argv += ['-x', str(hca['gid_index'])]
+    if hca.get('tclass') is not None:
+        argv += ['--tclass=%d' % hca['tclass']]
+    if test == 'gpudirect_bw' and hca.get('gpu') is not None:
+        argv += ['--use_cuda=%d' % hca['gpu']]
+    return argv
+
+
+def round_tests(pairs, endpoints, base_port, rails=None, test=None):
+    """One entry per (pair, rail) of a round: client, server, their HCAs, GID indexes, address, port, line rate,
+    and each side's extra options (``client_args``/``server_args``) and numactl prefix (``client_prefix``/``server_prefix``).
 
     ``pairs``: ``[client, server]`` lists or ``{client, server, rails}`` dicts.
+    ``line_rate`` is the fleet's expected rate (``plan``), ``negotiated`` the
+    lower data rate of both ports. ``test`` ``gpudirect_bw`` keeps only the
+    rails where both sides have a nearest GPU.
     """
     tests = []
     for pair in pairs or []:
@@ -101,15 +220,26 @@ def round_tests(pairs, endpoints, base_port, rails=None):
             if (wanted is not None and rail not in wanted) or rail not in theirs_by_rail:
                 continue
             peer = theirs_by_rail[rail]
+            if test == 'gpudirect_bw' and (hca.get('gpu') is None or peer.get('gpu') is None):
+                continue
             rates = [data_rate_gbps(r) for r in (hca.get('rate_gbps'), peer.get('rate_gbps'))]
             rates = [r for r in rates if r is not None]
+            negotiated = min(rates) if rates else None
+            expected_line = mine.get('line_rate_gbps')
             port = ps.server_port(base_port, rail)
+            client_prefix, client_pinning = pinning(mine, hca)
+            server_prefix, server_pinning = pinning(theirs, peer)
             tests.append({
                 'client': client, 'server': server, 'rail': rail,
                 'client_hca': hca['name'], 'server_hca': peer['name'],
                 'client_gid_index': hca.get('gid_index'), 'server_gid_index': peer.get('gid_index'),
                 'address': theirs.get('address') or server, 'port': port, 'port_hex': '%04X' % port,
-                'line_rate': min(rates) if rates else None,
+                'line_rate': expected_line if expected_line is not None else negotiated, 'negotiated': negotiated,
+                'client_args': _side_argv(hca, test), 'server_args': _side_argv(peer, test),
+                'client_prefix': client_prefix, 'server_prefix': server_prefix,
+                'client_pinning': client_pinning, 'server_pinning': server_pinning,
+                'tclass': hca.get('tclass'), 'client_gpu': hca.get('gpu') if test == 'gpudirect_bw' else None,
+                'server_gpu': peer.get('gpu') if test == 'gpudirect_bw' else None,
             })
     return tests
 
@@ -118,14 +248,16 @@ def threshold_fraction(test, expected):
     """The share of the line rate a pair must reach: ``fraction``, doubled for bidirectional bandwidth tests
     (they report the sum of both directions)."""
     fraction = float(expected.get('fraction'))
-    return fraction * (2 if expected.get('bidirectional') and test != 'write_lat' else 1)
+    return fraction * (2 if expected.get('bidirectional') and test in BW_TESTS else 1)
 
 
 def pair_result(client_run, test, spec, expected, round_index=None):
     """One pair result (results.json ``perftest.pairs``) from the client's registered run (stdout, rc, stderr).
 
     Bandwidth tests: the average of the largest message size in Gb/s
-    (``--report_gbits``) against the threshold fraction x the line rate.
+    (``--report_gbits``) against the threshold fraction x the line rate (the
+    fleet's expected rate, ``spec['line_rate']``; the pair's own negotiated
+    rate is recorded beside it, never used as the bar).
     Latency: t_typical (else t_avg) of the smallest size against ``max_latency_us``.
     """
     errors = []
@@ -140,6 +272,9 @@ def pair_result(client_run, test, spec, expected, round_index=None):
     entry = {'test': test, 'client': spec['client'], 'server': spec['server'], 'hca': spec['client_hca'],
              'peer_hca': spec['server_hca'], 'rail': spec['rail'], 'line_rate': spec.get('line_rate'),
              'round': round_index, 'errors': errors}
+    for key in ('negotiated', 'tclass', 'client_pinning', 'server_pinning', 'client_gpu', 'server_gpu'):
+        if spec.get(key) is not None:
+            entry[key] = spec[key]
     if test == 'write_lat':
         limit = expected.get('max_latency_us')
         row = min(rows, key=lambda r: r.get('bytes') or 0) if rows else None
@@ -205,3 +340,17 @@ def record_round(outcome, async_results, expected):
             nodes.append(node)
     outcome['retest'][test] = ps.retest_round(nodes, [p for p in outcome['summary']['pairs'] if p.get('test') == test])
     return _evaluated(outcome)
+
+
+def numa_nodes(text):
+    """HCA name -> NUMA node from ``grep -H '' /sys/class/infiniband/<hca>/device/numa_node ...`` output (-1: unknown, left out)."""
+    found = {}
+    for line in (text or '').splitlines():
+        path, sep, value = line.rpartition(':')
+        parts = path.split('/')
+        if not sep or 'infiniband' not in parts or parts.index('infiniband') + 1 >= len(parts):
+            continue
+        node = _numa_node(value)
+        if node is not None:
+            found[parts[parts.index('infiniband') + 1]] = node
+    return found

@@ -89,7 +89,11 @@ def perftest_expected(play):
             'write_lat_enabled': _on(play.v('verify_perftest_write_lat_enabled')),
             'fraction': float(play.v('verify_perftest_fraction')), 'bidirectional': _on(play.v('verify_perftest_bidirectional')),
             'max_latency_us': play.v('verify_perftest_max_latency_us'), 'size': play.v('verify_perftest_size'),
-            'qps': play.v('verify_perftest_qps'), 'duration_s': play.v('verify_perftest_duration_s')}
+            'qps': play.v('verify_perftest_qps'), 'duration_s': play.v('verify_perftest_duration_s'),
+            # cases recorded before these variables existed: their defaults
+            'rate_gbps': int(play.vars.get('verify_perftest_rate_gbps') or 0) or int(play.vars.get('verify_ib_rate_gbps') or 0),
+            'tclass': play.vars.get('verify_perftest_tclass', 106),
+            'gpudirect_bw_enabled': _on(play.vars.get('verify_perftest_gpudirect_enabled', True))}
 
 
 def _client_output(play, test, spec):
@@ -102,7 +106,7 @@ def _client_output(play, test, spec):
 
 def perftest_round(play, outcome, test, pairs, round_index):
     """round.yml: the round's tests, every client's async result (play order), then verify_perftest_round."""
-    tests = vf.verify_perftest_tests(pairs, outcome, play.v('verify_perftest_base_port'))
+    tests = vf.verify_perftest_tests(pairs, outcome, play.v('verify_perftest_base_port'), test)
     done = []
     for host in play.hosts:
         for number, spec in enumerate(item for item in tests if item['client'] == host):

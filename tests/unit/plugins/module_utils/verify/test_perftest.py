@@ -207,3 +207,144 @@ def test_perftest_stand_in_hca_bw_low_between_two_lab_hosts(tmp_path):
     spec = _spec('gpu01', 'gpu02', 1, 'mlx5_3', perftest.data_rate_gbps(400))
     pair = perftest.pair_result(_run(out, status, err), 'write_bw', spec, EXPECTED, 0)
     assert pair['passed'] is False and pair['measured'] < 360.0
+
+
+# ---------------------------------------------------------------------------
+# issue 11: what NVIDIA measures (rate from the inventory or the fleet, MiB, NUMA, tclass, GPUDirect)
+# ---------------------------------------------------------------------------
+
+NDR_MB_SEC = 'perftest/perftest-3.4-ib_write_bw-ndr-cx7-mbsec-client-handmade.txt'
+
+
+def _gbits(value, size=65536):
+    """A minimal --report_gbits client report at ``value`` Gb/s."""
+    return ('                    RDMA_Write BW Test\n'
+            ' #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n'
+            ' %d      100000           0.00               %.2f\t\t   0.185000\n' % (size, value))
+
+
+def test_perftest_mb_per_sec_is_mebibytes_handmade():
+    """43,500 MB/sec is 364.9 Gb/s (2^20 bytes): a pass at 360; read as 10^6 bytes it was 348 and failed."""
+    text = own_fixture(NDR_MB_SEC)
+    assert parse_perftest(text)['units'] == 'MB/sec'
+    pair = perftest.pair_result(_run(text), 'write_bw', _spec(), EXPECTED, 0)
+    assert pair["measured"] == 364.91 and pair['threshold'] == 360.0 and pair['passed'] is True
+
+
+def _fleet(rates, **extra):
+    """Observations of nodes gpu01.. with one HCA each at the given ibstat rates."""
+    return dict(('gpu%02d' % (n + 1), dict({'ib_info': _info(('mlx5_0',), rate)}, **extra)) for n, rate in enumerate(rates))
+
+
+def test_degraded_pair_fails_against_the_inventory_rate():
+    """A pair over a 1X link (ibstat 100) at 97 Gb/s: judged against 0.9 x 400 from the inventory, not 0.9 x its own 100."""
+    outcome = perftest.plan(_fleet([400, 100]), dict(EXPECTED, rate_gbps=400))
+    assert outcome['summary']['line_rate_gbps'] == 400.0 and outcome['summary']['line_rate_source'] == 'inventory'
+    spec = perftest.round_tests([['gpu01', 'gpu02']], outcome['endpoints'], 18515)[0]
+    assert spec['line_rate'] == 400.0 and spec['negotiated'] == 100.0
+    pair = perftest.pair_result(_run(_gbits(97.05)), 'write_bw', spec, EXPECTED, 0)
+    assert pair['threshold'] == 360.0 and pair['passed'] is False and pair['negotiated'] == 100.0
+
+
+@pytest.mark.parametrize('rates, expected_rate', [
+    ([400, 400, 400, 100], 400.0),   # the most common rate
+    ([200, 200, 400, 400], 400.0),   # a tie: the highest
+    ([100, 100, 100, 400], 100.0),   # a fleet of 1X-or-EDR ports is judged as such
+], ids=['majority', 'tie-highest', 'majority-low'])
+def test_line_rate_from_the_fleet_without_an_inventory_rate(rates, expected_rate):
+    outcome = perftest.plan(_fleet(rates), dict(EXPECTED, rate_gbps=0))
+    assert outcome['summary']['line_rate_gbps'] == expected_rate and outcome['summary']['line_rate_source'] == 'fleet'
+    specs = perftest.round_tests(outcome['summary']['rounds'][0], outcome['endpoints'], 18515)
+    assert specs and all(spec['line_rate'] == expected_rate for spec in specs)
+
+
+def test_degraded_pair_fails_against_the_fleet_rate():
+    outcome = perftest.plan(_fleet([400, 100, 400, 400]), EXPECTED)
+    spec = [s for s in perftest.round_tests(outcome['summary']['rounds'][0], outcome['endpoints'], 18515) if s['client'] == 'gpu01'][0]
+    assert spec['server'] == 'gpu02'
+    assert perftest.pair_result(_run(_gbits(97.05)), 'write_bw', spec, EXPECTED, 0)['passed'] is False
+
+
+def test_numa_nodes_from_sysfs_grep():
+    text = ('/sys/class/infiniband/mlx5_0/device/numa_node:0\n/sys/class/infiniband/mlx5_3/device/numa_node:1\n'
+            '/sys/class/infiniband/mlx5_4/device/numa_node:-1\n')
+    assert perftest.numa_nodes(text) == {'mlx5_0': 0, 'mlx5_3': 1}
+    assert perftest.numa_nodes('') == {} and perftest.numa_nodes(None) == {}
+
+
+@pytest.mark.parametrize('numa, numactl, prefix, why', [
+    ('/sys/class/infiniband/mlx5_0/device/numa_node:1\n', True,
+     ['numactl', '--cpunodebind=1', '--membind=1'], 'numa node 1'),
+    ('/sys/class/infiniband/mlx5_0/device/numa_node:-1\n', True, [], 'not pinned: NUMA node of mlx5_0 unknown'),
+    ('/sys/class/infiniband/mlx5_0/device/numa_node:1\n', False, [], 'not pinned: numactl absent'),
+], ids=['pinned', 'numa-unknown', 'no-numactl'])
+def test_tests_pinned_to_the_hca_numa_node(numa, numactl, prefix, why):
+    outcome = perftest.plan(_fleet([400, 400], numa=numa, numactl=numactl), EXPECTED)
+    spec = perftest.round_tests([['gpu01', 'gpu02']], outcome['endpoints'], 18515)[0]
+    assert spec['client_prefix'] == prefix and spec['server_prefix'] == prefix
+    pair = perftest.pair_result(_run(_gbits(390.0)), 'write_bw', spec, EXPECTED, 0)
+    assert pair['client_pinning'] == why and pair['server_pinning'] == why
+
+
+def _roce(names=('mlx5_0', 'mlx5_1')):
+    info = _info(names)
+    info['hcas'][1]['ports'][0].update(link_layer='Ethernet', roce_v2_gid_index=3)
+    return info
+
+
+def test_roce_tests_carry_the_traffic_class():
+    observations = {'a': {'ib_info': _roce()}, 'b': {'ib_info': _roce()}}
+    outcome = perftest.plan(observations, dict(EXPECTED, hcas=['mlx5_0', 'mlx5_1'], tclass=106))
+    specs = perftest.round_tests([['a', 'b']], outcome['endpoints'], 18515)
+    by_rail = dict((spec['rail'], spec) for spec in specs)
+    assert by_rail[0]['client_args'] == [] and by_rail[0]['tclass'] is None  # InfiniBand: no tclass
+    assert by_rail[1]['client_args'] == ['-x', '3', '--tclass=106'] and by_rail[1]['server_args'] == ['-x', '3', '--tclass=106']
+
+
+def _gpus(*nearest):
+    return {'gpus': [{'index': index, 'nearest_nic': nic} for index, nic in enumerate(nearest)]}
+
+
+def test_nearest_gpu_per_hca():
+    assert perftest.nearest_gpus(_gpus('mlx5_0', 'mlx5_0', 'mlx5_3', None)) == {'mlx5_0': 0, 'mlx5_3': 2}
+    assert perftest.nearest_gpus({'failed': True}) == {} and perftest.nearest_gpus(None) == {}
+
+
+def test_gpudirect_pass_uses_the_gpu_nearest_each_hca():
+    observations = {'a': {'ib_info': _info(), 'gpu_info': _gpus('mlx5_3', 'mlx5_0')},
+                    'b': {'ib_info': _info(), 'gpu_info': _gpus('mlx5_0')},
+                    'c': {'ib_info': _info()}}
+    outcome = perftest.plan(observations, dict(EXPECTED, gpudirect_bw_enabled=True))
+    assert outcome['tests'] == ['write_bw', 'gpudirect_bw']
+    specs = perftest.round_tests([['a', 'b']], outcome['endpoints'], 18515, test='gpudirect_bw')
+    # rail 1 (mlx5_3): b has no GPU nearest it, so only rail 0 runs
+    assert [(s['rail'], s['client_args'], s['server_args']) for s in specs] == [(0, ['--use_cuda=1'], ['--use_cuda=0'])]
+    assert perftest.round_tests([['a', 'c']], outcome['endpoints'], 18515, test='gpudirect_bw') == []
+    # the host-memory test of the same round has no --use_cuda
+    assert all(s['client_args'] == [] for s in perftest.round_tests([['a', 'b']], outcome['endpoints'], 18515))
+    # nodes without GPUs (or the pass turned off): no GPUDirect test planned
+    assert perftest.plan({'c': observations['c']}, dict(EXPECTED, gpudirect_bw_enabled=True))['tests'] == ['write_bw']
+    assert perftest.plan(observations, dict(EXPECTED, gpudirect_bw_enabled=False))['tests'] == ['write_bw']
+
+
+def test_broken_gpudirect_fails_while_host_memory_passes():
+    """Same pair, same threshold: host memory at 390 passes, --use_cuda at 120 fails as perftest.gpudirect_bw."""
+    nodes = ['a', 'b', 'c']
+    observations = dict((n, {'ib_info': _info(('mlx5_0',)), 'gpu_info': _gpus('mlx5_0')}) for n in nodes)
+    expected = dict(EXPECTED, gpudirect_bw_enabled=True, rate_gbps=400)
+    outcome = perftest.plan(observations, expected)
+    for test, slow in (('write_bw', None), ('gpudirect_bw', 'b')):
+        for index, pairs in enumerate(outcome['summary']['rounds']):
+            specs = perftest.round_tests(pairs, outcome['endpoints'], 18515, test=test)
+            done = [{'item': {'item': s}, 'finished': 1, 'rc': 0, 'stderr': '',
+                     'stdout': _gbits(120.0 if slow in (s['client'], s['server']) else 390.0)} for s in specs]
+            outcome = perftest.record_round(outcome, done, dict(expected, test=test, round=index))
+        while outcome['retest'][test]:
+            specs = perftest.round_tests(outcome['retest'][test], outcome['endpoints'], 18515, test=test)
+            done = [{'item': {'item': s}, 'finished': 1, 'rc': 0, 'stderr': '',
+                     'stdout': _gbits(120.0 if slow in (s['client'], s['server']) else 390.0)} for s in specs]
+            outcome = perftest.record_round(outcome, done, dict(expected, test=test, round='retest-0'))
+    failing = dict((node, [r['check'] for r in results if not r['passed']]) for node, results in outcome['fleet'].items())
+    assert failing == {'a': [], 'b': ['perftest.gpudirect_bw'], 'c': []}
+    gdr = [p for p in outcome['summary']['pairs'] if p['test'] == 'gpudirect_bw']
+    assert gdr and all(p['threshold'] == 360.0 for p in gdr) and all('client_gpu' in p for p in gdr)
