@@ -27,8 +27,13 @@ def _call(name, function, *args):
 
 
 def verify_ib(observations, expected):
-    """Areas ib and net: node -> {ib_info, ping, peer} in; the outcome (ports, fleet uniformity, MTU) out."""
+    """Areas ib and net: node -> {ib_info, links, pings, peer} in; the outcome (ports, fleet uniformity, MTU) out."""
     return _call('verify_ib', decide.ib, observations, expected)
+
+
+def verify_mtu_plan(observations, expected):
+    """Area net, before the pings: node -> {ib_info, links, peer} in; node -> the rails to ping out."""
+    return _call('verify_mtu_plan', decide.mtu_plan, observations, expected)
 
 
 def verify_fabric(fabric_info, checked, expected):
@@ -82,6 +87,7 @@ class FilterModule(object):
     def filters(self):
         return {
             'verify_ib': verify_ib,
+            'verify_mtu_plan': verify_mtu_plan,
             'verify_fabric': verify_fabric,
             'verify_perftest_plan': verify_perftest_plan,
             'verify_perftest_tests': verify_perftest_tests,

@@ -19,7 +19,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify import (
 
 # results.json run.parameters, by area: expected key -> parameter name
 PARAMETERS = {
-    'ib': (('rate_gbps', 'ib_rate_gbps'), ('port', 'ib_port'), ('link_layer', 'ib_link_layer'), ('mtu', 'mtu')),
+    'ib': (('rate_gbps', 'ib_rate_gbps'), ('port', 'ib_port'), ('link_layer', 'ib_link_layer'), ('mtu', 'mtu'),
+           ('ipoib_mtu', 'ipoib_mtu'), ('rdma_mtu', 'rdma_mtu')),
     'fabric': (('width', 'fabric_width'), ('lane_speed_gbps', 'fabric_lane_speed_gbps')),
     'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
                  ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
@@ -45,13 +46,17 @@ def _recorded(area, outcome, expected):
 
 
 def ib(observations, expected):
-    """Areas ib and net: node -> {ib_info, ping, peer}; ports and fleet uniformity, then each node's MTU ping."""
+    """Areas ib and net: node -> {ib_info, links, pings, peer}; ports and fleet uniformity, then each rail's MTU."""
     outcome = _ib.decide_ib(observations, expected)
-    for node, observed in observations.items():
-        ping = (observed or {}).get('ping')
-        if isinstance(ping, dict) and ping and not ping.get('skipped'):
-            outcome['nodes'][node].extend(_net.evaluate_net(ping, {'mtu': expected['mtu'], 'peer': observed.get('peer')}))
+    if expected.get('mtu_enabled', True):
+        for node, results in _net.decide_net(observations, expected).items():
+            outcome['nodes'].setdefault(node, []).extend(results)
     return _recorded('ib', outcome, expected)
+
+def mtu_plan(observations, expected):
+    """Area net, before the pings: node -> {ib_info, links, peer}; node -> the rails to ping (netdev, peer address, size)."""
+    return _net.plan(observations, expected)
+
 
 
 def fabric(fabric_info, checked, expected):

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import describe, expected_keys, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import parse_xid
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import (
     parse_nvlink_errors, parse_nvlink_status, parse_query_gpu_csv,
@@ -28,6 +29,9 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.results imp
 GROUPS = (
     ('inventory', ('gpu.count', 'gpu.model')),
     ('persistence', ('gpu.persistence',)),
+    ('power', ('gpu.power_limit', 'gpu.clock_events')),
+    ('pcie', ('gpu.pcie_link',)),
+    ('fabric', ('gpu.fabric_state',)),
     ('memory', ('gpu.ecc_mode', 'gpu.ecc', 'gpu.retired_pages', 'gpu.row_remap')),
     ('nvlink', ('gpu.nvlink', 'gpu.nvlink_errors')),
     ('xid', ('gpu.xid',)),
@@ -44,8 +48,32 @@ def enabled_checks(enabled):
 
 
 def _model_matches(gpu, model):
+    """Whether one GPU is the expected model, by form factor where the model table knows the expectation.
+
+    ``model`` is a model key (``h100-sxm``), an nvidia-smi name or a bare
+    family (``h100``, meaning its SXM parts); the GPU passes only when its
+    name and PCI device id give one of those keys (``gpu_models.model_key``).
+    An expectation the table does not know (``l40s``) is compared with the
+    name or short type, as before.
+    """
+    keys = expected_keys(model)
+    if keys is not None:
+        return model_key(gpu) in keys
     wanted = (model or '').strip().lower()
     return wanted in ((gpu.get('name') or '').lower(), (gpu.get('type') or '').lower())
+
+
+def _model_text(gpu):
+    key = model_key(gpu)
+    return '%s (%s%s)' % (gpu.get('name'), key or 'unknown model key',
+                          ', device %s' % gpu.get('pci_device_id') if gpu.get('pci_device_id') else '')
+
+
+def _expected_text(model):
+    keys = expected_keys(model)
+    if not keys or [model] == keys:
+        return ', '.join(describe(key) for key in keys) if keys else str(model)
+    return '%s = %s' % (model, ' or '.join(describe(key) for key in keys))
 
 
 def _inventory_results(gpus, expected, checks):
@@ -58,12 +86,12 @@ def _inventory_results(gpus, expected, checks):
                                   '%d GPUs%s' % (count, ' as expected' if ok else ', expected %s; a missing GPU has fallen off '
                                                  'the bus or failed to initialise: check dmesg, reseat or RMA' % want)))
     if 'gpu.model' in checks and expected.get('model'):
-        wrong = ['GPU %s (%s)' % (g.get('index'), g.get('name')) for g in gpus if not _model_matches(g, expected['model'])]
+        wrong = ['GPU %s %s' % (g.get('index'), _model_text(g)) for g in gpus if not _model_matches(g, expected['model'])]
         names = sorted(set(g.get('name') for g in gpus))
         results.append(new_result('gpu.model', 'node', ', '.join(n for n in names if n) or None, expected['model'],
                                   not wrong and bool(gpus),
                                   'GPU model %s' % ', '.join(n for n in names if n) if not wrong and gpus else
-                                  'wrong GPU model: %s, expected %s' % (', '.join(wrong) or 'no GPU', expected['model'])))
+                                  'wrong GPU model: %s, expected %s' % (', '.join(wrong) or 'no GPU', _expected_text(expected['model']))))
     return results
 
 
@@ -114,8 +142,9 @@ def evaluate_gpu(observed, expected):
     that did not run skips its checks. ``expected``: ``count``, ``model``,
     ``ecc_uncorrected_max``, ``retired_pages_max``, ``nvlinks_per_gpu`` (0:
     as many as the best GPU), ``nvlink_error_max``, ``fatal_xids``,
-    ``allowed_processes``, ``dcgm_allow_warn``, ``dcgm_level`` and
-    ``enabled`` (group -> bool, see ``GROUPS``).
+    ``allowed_processes``, ``dcgm_allow_warn``, ``dcgm_level``,
+    ``power_limit_tolerance_pct``, ``pcie_gen_strict`` and ``enabled``
+    (group -> bool, see ``GROUPS``).
     """
     checks = enabled_checks(expected.get('enabled'))
     info = observed.get('gpu_info') or {}

@@ -7,6 +7,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import has_nvswitch
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import int_or_none
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -66,8 +67,104 @@ def _row_remap(gpu, label):
                           '; reset the GPU (nvidia-smi -r or reboot) to apply the pending remap')))
 
 
+# Clock event reasons that mean the board or its cooling is in trouble, with the advice for each. Idle,
+# applications clocks, sync boost, display clocks and the software power cap (the GPU working at its power
+# limit under load) are normal operation.
+TROUBLE_CLOCK_EVENTS = (
+    ('hw_slowdown', 'HW slowdown (the board asked for it: thermal or power brake)'),
+    ('hw_thermal_slowdown', 'HW thermal slowdown (check inlet temperature, fans and the heatsink)'),
+    ('hw_power_brake_slowdown', 'HW power brake (check the PSUs and the BMC power policy)'),
+    ('sw_thermal_slowdown', 'SW thermal slowdown (above the software thermal limit: check cooling)'),
+)
+DEFAULT_POWER_TOLERANCE_PCT = 5.0
+
+
+def _watts(value):
+    return ('%.0f W' % value) if value is not None else 'N/A'
+
+
+def power_limit_result(gpu, label, tolerance_pct=DEFAULT_POWER_TOLERANCE_PCT):
+    """gpu.power_limit: the enforced power limit is not more than ``tolerance_pct`` % below the default limit."""
+    enforced, default = gpu.get('power_limit_w'), gpu.get('power_default_limit_w')
+    if enforced is None or default is None:
+        return new_result('gpu.power_limit', label, None, None, True,
+                          '%s power limits N/A (enforced %s, default %s, not reported by nvidia-smi)' % (
+                              label, _watts(enforced), _watts(default)))
+    tolerance = float(tolerance_pct if tolerance_pct not in (None, '') else DEFAULT_POWER_TOLERANCE_PCT)
+    floor = round(float(default) * (1.0 - tolerance / 100.0), 1)
+    ok = float(enforced) >= floor
+    return new_result('gpu.power_limit', label, float(enforced), floor, ok,
+                      '%s power limit %s (default %s)' % (label, _watts(enforced), _watts(default)) if ok else
+                      '%s power-capped: enforced limit %s, default %s (more than %g%% below); restore it '
+                      '(nvidia-smi -i %s -pl %.0f) or lift the cap set by the BMC or the site\'s power policy' % (
+                          label, _watts(enforced), _watts(default), tolerance, gpu.get('index'), float(default)))
+
+
+def clock_events_result(gpu, label):
+    """gpu.clock_events: none of :data:`TROUBLE_CLOCK_EVENTS` is active."""
+    events = gpu.get('clock_events')
+    if events is None:
+        return new_result('gpu.clock_events', label, None, 'none of %s' % ', '.join(r for r, dummy in TROUBLE_CLOCK_EVENTS), True,
+                          '%s clock event reasons N/A (not reported by nvidia-smi)' % label)
+    bad = [(reason, advice) for reason, advice in TROUBLE_CLOCK_EVENTS if reason in events]
+    return new_result('gpu.clock_events', label, sorted(events), 'none of %s' % ', '.join(r for r, dummy in TROUBLE_CLOCK_EVENTS),
+                      not bad,
+                      '%s clock event reasons: %s' % (label, ', '.join(sorted(events)) or 'none') if not bad else
+                      '%s clocks held down: %s' % (label, '; '.join(advice for dummy, advice in bad)))
+
+
+def pcie_link_result(gpu, label, gen_strict=False):
+    """gpu.pcie_link: the link at its full width; below its top generation fails only with ``gen_strict``.
+
+    An idle GPU trains its link down to a lower generation to save power and
+    back up under load, so a generation below the maximum on an idle node is
+    not a fault; a narrower width does not recover and is one.
+    """
+    width, width_max = gpu.get('pcie_width_current'), gpu.get('pcie_width_max')
+    gen, gen_max = gpu.get('pcie_gen_current'), gpu.get('pcie_gen_max')
+    measured = 'gen %s x%s' % (gen if gen is not None else '?', width if width is not None else '?')
+    threshold = 'gen %s x%s' % (gen_max if gen_max is not None else '?', width_max if width_max is not None else '?')
+    if width is None or width_max is None:
+        return new_result('gpu.pcie_link', label, None, threshold, True, '%s PCIe link N/A (not reported by nvidia-smi)' % label)
+    narrow = width < width_max
+    slow = gen is not None and gen_max is not None and gen < gen_max
+    ok = not narrow and not (slow and gen_strict)
+    if ok:
+        return new_result('gpu.pcie_link', label, measured, threshold, True, '%s PCIe %s of %s%s' % (
+            label, measured, threshold, ' (below the top generation: idle GPUs train down; set verify_gpu_pcie_gen_strict '
+                                        'to fail it when the check runs under load)' if slow else ''))
+    return new_result('gpu.pcie_link', label, measured, threshold, False, '%s PCIe link %s, expected %s: %s' % (
+        label, measured, threshold, 'reseat the GPU or its riser and check the slot (lspci -vv LnkSta); a narrow link cuts '
+                                    'host-to-GPU and GPUDirect bandwidth' if narrow else
+        'below its top generation under load: check the slot, riser and BIOS PCIe settings'))
+
+
+def fabric_state_result(gpu, label):
+    """gpu.fabric_state: on NVSwitch systems the fabric is ``Completed`` / ``Success``; other GPUs pass as N/A."""
+    state, status = gpu.get('fabric_state'), gpu.get('fabric_status')
+    applies = has_nvswitch(gpu.get('model_key')) or state is not None
+    if not applies:
+        return new_result('gpu.fabric_state', label, 'N/A', 'Completed/Success', True,
+                          '%s fabric state N/A (no NVSwitch fabric: %s)' % (label, gpu.get('form_factor') or 'model not in the table'))
+    if state is None and status is None:
+        return new_result('gpu.fabric_state', label, None, 'Completed/Success', True,
+                          '%s fabric state not reported by nvidia-smi -q (a driver before R530 or a failed -q)' % label)
+    measured = '%s/%s' % (state or 'N/A', status or 'N/A')
+    ok = (state or '').lower() == 'completed' and (status or '').lower() == 'success'
+    return new_result('gpu.fabric_state', label, measured, 'Completed/Success', ok,
+                      '%s NVSwitch fabric %s' % (label, measured) if ok else
+                      '%s fabric state %s: fabric manager not ready: start nvidia-fabricmanager '
+                      '(systemctl enable --now nvidia-fabricmanager) and read its log; NCCL falls back off NVLink '
+                      'or fails until it completes' % (label, measured))
+
+
 def per_gpu_results(gpus, expected, checks):
-    """gpu.persistence, gpu.ecc_mode, gpu.ecc, gpu.row_remap for each GPU of gpu_info, GPU by GPU."""
+    """gpu.persistence, gpu.ecc_mode, gpu.ecc, gpu.row_remap, gpu.power_limit, gpu.clock_events, gpu.pcie_link and
+    gpu.fabric_state for each GPU of gpu_info, GPU by GPU.
+
+    The four operating-condition checks judge only GPUs whose facts carry
+    their keys (a gpu_info from before they were gathered has none).
+    """
     results = []
     for gpu in gpus:
         label = 'GPU %s' % gpu.get('index')
@@ -79,6 +176,14 @@ def per_gpu_results(gpus, expected, checks):
             results.append(_ecc(gpu, label, expected))
         if 'gpu.row_remap' in checks:
             results.append(_row_remap(gpu, label))
+        if 'gpu.power_limit' in checks and 'power_limit_w' in gpu:
+            results.append(power_limit_result(gpu, label, expected.get('power_limit_tolerance_pct')))
+        if 'gpu.clock_events' in checks and 'clock_events' in gpu:
+            results.append(clock_events_result(gpu, label))
+        if 'gpu.pcie_link' in checks and 'pcie_width_current' in gpu:
+            results.append(pcie_link_result(gpu, label, bool(expected.get('pcie_gen_strict'))))
+        if 'gpu.fabric_state' in checks and 'fabric_state' in gpu:
+            results.append(fabric_state_result(gpu, label))
     return results
 
 

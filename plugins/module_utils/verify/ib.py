@@ -172,6 +172,10 @@ def decide_ib(observations, expected):
         nodes[node], raw[node], infos[node] = [], {'ib_info': None}, None
         checked[node] = list(expected.get('hcas') or [])
         if not (ports or uniform_enabled) or info is None:
+            if isinstance(info, dict) and info and not info.get('skipped') and not failed(info):
+                # read for the fabric's identity only (port and uniformity checks off)
+                checked[node] = checked_hcas(info, expected.get('hcas'), expected.get('link_layer'))
+                identity[node], infos[node] = identity_of(info), None
             continue
         if failed(info):
             nodes[node] = [new_result('ib.hca_present', 'node', None, 'ib_info', False,
@@ -188,5 +192,6 @@ def decide_ib(observations, expected):
         fleet_expected = dict(node_expected, firmware=expected.get('firmware'), ofed=expected.get('ofed'),
                               fleet_checks=['ib.firmware_uniform', 'ib.ofed_uniform'] + (['ib.port_rate'] if ports else []))
         fleet = evaluate_ib_fleet(infos, fleet_expected)
-    reads = plan_reads(infos, checked, expected.get('port') or 1, expected.get('fabric_host') or None)
+    readable = dict((node, (observations.get(node) or {}).get('ib_info')) for node in identity)
+    reads = plan_reads(readable, checked, expected.get('port') or 1, expected.get('fabric_host') or None)
     return {'nodes': nodes, 'fleet': fleet, 'raw': raw, 'checked': checked, 'identity': identity, 'fabric_reads': reads}

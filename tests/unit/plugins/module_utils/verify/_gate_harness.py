@@ -59,20 +59,29 @@ class Play(object):
 
 
 def role_verify_ib(play):
-    """roles/verify_ib: ib_info, ping and fabric_info gathered; verify_ib, then verify_fabric."""
+    """roles/verify_ib: ib_info, links (ip addr), the plan's pings and fabric_info gathered; verify_ib, then verify_fabric."""
     expected = {'hcas': play.v('verify_ib_hcas'), 'port': play.v('verify_ib_port'),
                 'rate_gbps': int(play.v('verify_ib_rate_gbps')), 'link_layer': play.v('verify_ib_link_layer'),
                 'firmware': play.v('verify_ib_firmware'), 'ofed': play.v('verify_ib_ofed'),
                 'ports': _on(play.v('verify_ib_ports_enabled')), 'uniform': _on(play.v('verify_ib_uniform_enabled')),
-                'mtu': int(play.v('verify_ib_mtu'))}
-    read = expected['ports'] or expected['uniform']
-    ping = _on(play.v('verify_ib_mtu_enabled')) and len(play.hosts) > 1
+                'mtu': int(play.v('verify_ib_mtu')),
+                # cases recorded before these variables existed: their defaults
+                'ipoib_mtu': int(play.vars.get('verify_ib_ipoib_mtu', 4092)),
+                'rdma_mtu': int(play.vars.get('verify_ib_rdma_mtu', 4096)),
+                'mtu_enabled': _on(play.v('verify_ib_mtu_enabled'))}
+    mtu = expected['mtu_enabled']
+    read = expected['ports'] or expected['uniform'] or mtu
     observations = {}
     for index, host in enumerate(play.hosts):
         observations[host] = {
             'ib_info': play.observed(host, 'ib_info') if read else SKIPPED,
-            'ping': play.observed(host, 'ping') if ping else SKIPPED,
+            'links': play.observed(host, 'links') if mtu else SKIPPED,
             'peer': play.hosts[(index + 1) % len(play.hosts)]}
+    # the ping loop runs over the plan; in.json holds each node's registered loop (cases without one: not pinged)
+    if mtu:
+        vf.verify_mtu_plan(observations, expected)
+    for host in play.hosts:
+        observations[host]['pings'] = (play.observed(host, 'pings') if mtu else None) or SKIPPED
     play.outcomes['ib'] = vf.verify_ib(observations, expected)
     if _on(play.v('verify_ib_fabric_enabled')) and play.v('verify_ib_link_layer') != 'Ethernet':
         play.outcomes['fabric'] = vf.verify_fabric(play.case.get('fabric_info'), play.outcomes['ib']['checked'], {

@@ -250,3 +250,114 @@ def test_ecc_mode(enabled, passed, measured):
 def test_ecc_mode_off_with_the_memory_group():
     observed = {'gpu_info': _gpu_info(health={0: {'ecc_enabled': False}})}
     assert not [r for r in gpu.evaluate_gpu(observed, dict(EXPECTED, enabled=_only('inventory'))) if r['check'] == 'gpu.ecc_mode']
+
+
+# issue 11, GPU health part B: model by form factor, power limit, clock events, PCIe link, NVSwitch fabric state.
+
+H100_PCIE = {'name': 'NVIDIA H100 PCIe', 'type': 'h100', 'pci_device_id': '0x2331'}
+H100_NVL = {'name': 'NVIDIA H100 NVL', 'type': 'h100', 'pci_device_id': '0x2321'}
+H100_SXM = {'name': 'NVIDIA H100 80GB HBM3', 'type': 'h100', 'pci_device_id': '0x2330'}
+HEALTHY = {'power_limit_w': 700.0, 'power_default_limit_w': 700.0, 'clock_events': ['gpu_idle'],
+           'pcie_gen_current': 5, 'pcie_gen_max': 5, 'pcie_width_current': 16, 'pcie_width_max': 16,
+           'fabric_state': 'Completed', 'fabric_status': 'Success', 'model_key': 'h100-sxm', 'form_factor': 'sxm'}
+
+
+def _model_result(model, gpu_fields):
+    info = _gpu_info(health=dict((index, gpu_fields) for index in range(8)))
+    return _by_check(gpu.evaluate_gpu({'gpu_info': info}, dict(EXPECTED, model=model, enabled=_only('inventory'))), 'gpu.model')[0]
+
+
+@pytest.mark.parametrize('model, fields, passed', [
+    ('h100', H100_PCIE, False),              # passed before: substring/type match gave a PCIe card the SXM bar
+    ('h100', H100_NVL, False),
+    ('h100', H100_SXM, True),
+    ('h100-pcie', H100_PCIE, True),
+    ('NVIDIA H100 PCIe', H100_PCIE, True),   # an inventory may keep the nvidia-smi name
+    ('NVIDIA H100 80GB HBM3', dict(H100_SXM, pci_device_id='0x2331'), False),   # the name says SXM, the device id does not
+    ('h100-sxm', dict(H100_SXM, pci_device_id=None), True),                      # no device id gathered: the exact name decides
+    ('l40s', {'name': 'NVIDIA L40S', 'type': 'l40s', 'pci_device_id': '0x26b9'}, True),  # not in the table: as before
+], ids=['pcie-as-h100', 'nvl-as-h100', 'sxm-as-h100', 'pcie-key', 'pcie-name', 'sxm-name-pcie-id', 'no-device-id', 'unknown-model'])
+def test_model_by_form_factor(model, fields, passed):
+    result = _model_result(model, fields)
+    assert result['passed'] is passed
+    if not passed:
+        assert 'GPU 0 ' in result['message'] and 'expected' in result['message']
+
+
+def test_model_message_names_the_key_and_device():
+    message = _model_result('h100', H100_PCIE)['message']
+    assert 'h100-pcie' in message and '0x2331' in message and 'h100-sxm' in message
+
+
+def _conditions(health, **expected):
+    info = _gpu_info(health=dict((index, dict(HEALTHY, **health.get(index, {}))) for index in range(8)))
+    exp = dict(EXPECTED, enabled=_only('power', 'pcie', 'fabric'))
+    exp.update(expected)
+    return gpu.evaluate_gpu({'gpu_info': info}, exp)
+
+
+def test_conditions_healthy_node_passes():
+    results = _conditions({})
+    assert results and not _failed(results)
+    assert set(r['check'] for r in results) == {'gpu.power_limit', 'gpu.clock_events', 'gpu.pcie_link', 'gpu.fabric_state'}
+    assert len(results) == 32
+
+
+@pytest.mark.parametrize('enforced, default, tolerance, passed', [
+    (700.0, 700.0, None, True), (500.0, 700.0, None, False), (680.0, 700.0, None, True), (680.0, 700.0, 0, False),
+    (None, 700.0, None, True),
+], ids=['default', 'capped', 'within-5pct', 'zero-tolerance', 'not-reported'])
+def test_power_limit(enforced, default, tolerance, passed):
+    results = _by_check(_conditions({3: {'power_limit_w': enforced, 'power_default_limit_w': default}},
+                                    power_limit_tolerance_pct=tolerance), 'gpu.power_limit')
+    mine = [r for r in results if r['subject'] == 'GPU 3'][0]
+    assert mine['passed'] is passed and all(r['passed'] for r in results if r['subject'] != 'GPU 3')
+    if not passed:
+        assert 'power-capped' in mine['message'] and '-pl 700' in mine['message']
+
+
+@pytest.mark.parametrize('events, passed', [
+    (['gpu_idle'], True), (['sw_power_cap'], True), (['applications_clocks_setting'], True), ([], True), (None, True),
+    (['hw_slowdown', 'hw_thermal_slowdown'], False), (['hw_slowdown', 'hw_power_brake_slowdown'], False),
+    (['sw_thermal_slowdown'], False),
+], ids=['idle', 'sw-power-cap', 'app-clocks', 'none', 'not-reported', 'hw-thermal', 'power-brake', 'sw-thermal'])
+def test_clock_events(events, passed):
+    mine = [r for r in _by_check(_conditions({2: {'clock_events': events}}), 'gpu.clock_events') if r['subject'] == 'GPU 2'][0]
+    assert mine['passed'] is passed
+    if not passed:
+        assert 'clocks held down' in mine['message']
+
+
+@pytest.mark.parametrize('gen, width, strict, passed, words', [
+    (5, 16, False, True, ''),
+    (1, 16, False, True, 'idle GPUs train down'),   # an idle GPU's downtrained generation is not a fault
+    (1, 16, True, False, 'under load'),
+    (5, 8, False, False, 'reseat'),
+], ids=['full', 'idle-gen1', 'gen1-strict', 'x8'])
+def test_pcie_link(gen, width, strict, passed, words):
+    results = _by_check(_conditions({4: {'pcie_gen_current': gen, 'pcie_width_current': width}}, pcie_gen_strict=strict),
+                        'gpu.pcie_link')
+    mine = [r for r in results if r['subject'] == 'GPU 4'][0]
+    assert mine['passed'] is passed and words in mine['message']
+    assert mine['threshold'] == 'gen 5 x16'
+
+
+@pytest.mark.parametrize('fields, passed, words', [
+    ({'fabric_state': 'In Progress', 'fabric_status': 'N/A'}, False, 'fabric manager not ready: start nvidia-fabricmanager'),
+    ({'fabric_state': 'Not Started', 'fabric_status': None}, False, 'fabric manager not ready'),
+    ({'fabric_state': 'Completed', 'fabric_status': 'Failure'}, False, 'fabric manager not ready'),
+    ({'fabric_state': None, 'fabric_status': None, 'model_key': 'h100-pcie', 'form_factor': 'pcie'}, True, 'N/A'),
+    ({'fabric_state': None, 'fabric_status': None}, True, 'not reported'),
+], ids=['in-progress', 'not-started', 'failure', 'pcie-na', 'sxm-not-reported'])
+def test_fabric_state(fields, passed, words):
+    mine = [r for r in _by_check(_conditions({0: fields}), 'gpu.fabric_state') if r['subject'] == 'GPU 0'][0]
+    assert mine['passed'] is passed and words in mine['message']
+
+
+def test_condition_groups_switch_their_checks():
+    bad = dict(HEALTHY, power_limit_w=300.0, clock_events=['hw_slowdown'], pcie_width_current=4, fabric_state='In Progress')
+    info = _gpu_info(health={0: bad})
+    for group, checks in (('power', {'gpu.power_limit', 'gpu.clock_events'}), ('pcie', {'gpu.pcie_link'}),
+                          ('fabric', {'gpu.fabric_state'})):
+        results = gpu.evaluate_gpu({'gpu_info': info}, dict(EXPECTED, enabled=_only(group)))
+        assert set(r['check'] for r in _failed(results)) == checks
