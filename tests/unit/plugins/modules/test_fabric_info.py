@@ -102,3 +102,55 @@ def test_unparseable_output(run_module):
     result, dummy = run_module(fabric_info, {}, {'iblinkinfo': (0, 'Usage: iblinkinfo [options]\n', '')})
     assert result['failed'] is True
     assert 'not iblinkinfo output' in result['msg']
+
+
+def _subnet_per_ca(texts):
+    """iblinkinfo answering per -C: a fabric of one subnet per adapter."""
+    def answer(argv):
+        ca = argv[argv.index('-C') + 1] if '-C' in argv else 'mlx5_0'
+        return texts[ca]
+    return answer
+
+
+def _one_ca(guid, lid, switch_lid):
+    return ('Switch: 0xfc6a1c03000100%02x MF0;leaf:MQM9790/U1:\n'
+            '           %d    1[  ] ==( 4X       106.25 Gbps Active/  LinkUp)==>      %d    1[  ] "gpu01 x" ( )\n'
+            'CA: gpu01 x:\n'
+            '      %s %6d    1[  ] ==( 4X       106.25 Gbps Active/  LinkUp)==>      %d    1[  ] "MF0;leaf:MQM9790/U1" ( )\n'
+            % (switch_lid, switch_lid, lid, guid, lid, switch_lid))
+
+
+def test_reads_one_per_subnet_and_tags_each_link(run_module):
+    texts = {'mlx5_0': (0, _one_ca('0x946dae0300010000', 101, 1), ''), 'mlx5_3': (0, _one_ca('0x946dae0300010003', 101, 1), '')}
+    reads = [{'ca': 'mlx5_0', 'guid': '0x946dae0300010000'}, {'ca': 'mlx5_3', 'guid': '0x946dae0300010003'}]
+    result, calls = run_module(fabric_info, {'reads': reads}, {'iblinkinfo': _subnet_per_ca(texts)})
+    assert calls == [['/usr/bin/iblinkinfo', '-C', 'mlx5_0', '-P', '1'], ['/usr/bin/iblinkinfo', '-C', 'mlx5_3', '-P', '1']]
+    assert [link['source'] for link in result['links']] == ['mlx5_0:1'] * 2 + ['mlx5_3:1'] * 2
+    assert [(read['status'], read['links']) for read in result['reads']] == [('read', 2), ('read', 2)]
+
+
+def test_reads_skip_a_subnet_already_read(run_module):
+    # one subnet: the first read already printed the port of mlx5_3
+    both = _one_ca('0x946dae0300010000', 101, 1) + _one_ca('0x946DAE0300010003', 104, 1).split('\n', 2)[2]
+    reads = [{'ca': 'mlx5_0', 'guid': '0x946dae0300010000'}, {'ca': 'mlx5_3', 'guid': '0x946dae0300010003'}]
+    result, calls = run_module(fabric_info, {'reads': reads}, {'iblinkinfo': (0, both, '')})
+    assert len(calls) == 1
+    assert [read['status'] for read in result['reads']] == ['read', 'skipped']
+
+
+def test_reads_a_failed_read_is_reported_and_the_others_kept(run_module):
+    texts = {'mlx5_0': (1, '', "ibwarn: [1] mad_rpc_open_port: can't open UMAD port ((mlx5_0):1)\n"),
+             'mlx5_3': (0, _one_ca('0x946dae0300010003', 101, 1), '')}
+    reads = [{'ca': 'mlx5_0'}, {'ca': 'mlx5_3'}]
+    result, dummy = run_module(fabric_info, {'reads': reads}, {'iblinkinfo': _subnet_per_ca(texts)})
+    assert 'failed' not in result and len(result['links']) == 2
+    assert [read['status'] for read in result['reads']] == ['failed', 'read']
+    assert any(line.startswith('mlx5_0:1: iblinkinfo failed') for line in result['errors'])
+    every = dict(texts, mlx5_3=texts['mlx5_0'])
+    result, dummy = run_module(fabric_info, {'reads': reads}, {'iblinkinfo': _subnet_per_ca(every)})
+    assert result['failed'] is True and result['msg'].startswith('every fabric read failed')
+
+
+def test_reads_exclude_ca(run_module):
+    result, calls = run_module(fabric_info, {'reads': [{'ca': 'mlx5_0'}], 'ca': 'mlx5_0'}, {'iblinkinfo': (0, NDR_LEAF, '')})
+    assert result['failed'] is True and calls == []

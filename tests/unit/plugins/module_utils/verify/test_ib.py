@@ -93,7 +93,7 @@ def test_decide_ib_with_a_failed_ib_info():
     }
     expected = {'hcas': ['mlx5_0', 'mlx5_3'], 'port': 1, 'rate_gbps': 400, 'link_layer': 'InfiniBand'}
     out = ib.decide_ib(observations, expected)
-    assert set(out) == {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads'}
+    assert {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads'} <= set(out)
     bad = out['nodes']['gpu02']
     assert len(bad) == 1 and bad[0]['check'] == 'ib.hca_present' and bad[0]['passed'] is False
     assert 'ibstat: command not found' in bad[0]['message']
@@ -128,3 +128,12 @@ def test_decide_ib_maps_each_hca_to_its_guids_and_plans_the_fabric_read():
     assert out['fabric_reads']['host'] == 'gpu02'
     assert [(read['ca'], read['guid']) for read in out['fabric_reads']['reads']] == [
         ('mlx5_0', '0x946dae0300020000'), ('mlx5_3', '0x946dae0300020001')]
+
+
+def test_decide_ib_reads_identity_for_the_fabric_with_port_checks_off():
+    info = _info(names=('mlx5_0',))
+    info['hcas'][0]['ports'][0]['port_guid'] = '0x1'
+    out = ib.decide_ib({'gpu01': {'ib_info': info}}, {'ports': False, 'uniform': False, 'link_layer': 'InfiniBand'})
+    assert out['nodes'] == {'gpu01': []} and out['fleet'] == {}
+    assert out['identity'] == {'gpu01': {'mlx5_0': ['0x0000000000000001']}} and out['checked'] == {'gpu01': ['mlx5_0']}
+    assert out['fabric_reads']['host'] == 'gpu01'
