@@ -53,10 +53,10 @@ def ib(observations, expected):
             outcome['nodes'].setdefault(node, []).extend(results)
     return _recorded('ib', outcome, expected)
 
+
 def mtu_plan(observations, expected):
     """Area net, before the pings: node -> {ib_info, links, peer}; node -> the rails to ping (netdev, peer address, size)."""
     return _net.plan(observations, expected)
-
 
 
 def fabric(fabric_info, checked, expected):

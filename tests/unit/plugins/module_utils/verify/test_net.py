@@ -1,27 +1,174 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""verify/net.py: the MTU holds end to end, judged from the registered ping."""
+"""verify/net.py: each RDMA rail's MTU and a don't-fragment ping on it; the RDMA path MTU; never the management address."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicluster.infra.plugins.module_utils.verify import net
+import json
+
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import decide, net
+
+IB = {'mtu': 9000, 'ipoib_mtu': 4092, 'rdma_mtu': 4096, 'hcas': ['mlx5_0', 'mlx5_3'], 'port': 1,
+      'link_layer': 'InfiniBand', 'mtu_enabled': True}
+ROCE = dict(IB, link_layer='Ethernet')
+NETDEVS = {'InfiniBand': ('ibp24s0', 'ibp64s0'), 'Ethernet': ('enp24s0np0', 'enp64s0np0')}
 
 
-def test_mtu_pass_and_fail():
-    ok = net.evaluate_net({'rc': 0, 'stdout': '3 packets transmitted, 3 received', 'stderr': ''},
-                          {'mtu': 9000, 'peer': 'gpu02'})[0]
-    assert ok['passed'] and ok['measured'] == 9000 and ok['subject'] == 'gpu02'
-    bad = net.evaluate_net({'rc': 1, 'stdout': 'PING gpu02 (10.0.0.2) 8972(9000) bytes of data.\n'
-                                               'ping: local error: message too long, mtu=1500\n', 'stderr': ''},
-                           {'mtu': 9000, 'peer': 'gpu02'})[0]
-    assert not bad['passed'] and bad['measured'] == 1500 and 'message too long' in bad['message']
-    assert 'ping -M do -s 8972' in bad['message']
+def ib_info(link_layer='InfiniBand', active_mtu=4096):
+    """A node's ib_info: mlx5_0 and mlx5_3 on the GPU fabric, mlx5_1 a storage NIC."""
+    hcas = []
+    for name, netdev in zip(('mlx5_0', 'mlx5_3'), NETDEVS[link_layer]):
+        hcas.append({'name': name, 'firmware_version': '28.39.1002', 'ports': [{
+            'port': 1, 'state': 'Active', 'physical_state': 'LinkUp', 'link_layer': link_layer, 'netdev': netdev,
+            'active_mtu': active_mtu, 'max_mtu': 4096}]})
+    hcas.append({'name': 'mlx5_1', 'ports': [{'port': 1, 'state': 'Active', 'link_layer': 'Ethernet',
+                                              'netdev': 'enp170s0f0np0', 'active_mtu': 1024}]})
+    return {'changed': False, 'hcas': hcas, 'ofed_version': None, 'errors': []}
 
 
-def test_mtu_ping_that_could_not_start_says_why():
-    bad = net.evaluate_net({'rc': 2, 'msg': 'ping: gpu09: Name or service not known'}, {'mtu': '4096', 'peer': 'gpu09'})[0]
-    assert bad['passed'] is False and bad['measured'] is None and bad['threshold'] == 4096
-    assert 'Name or service not known' in bad['message'] and 'ping -M do -s 4068' in bad['message']
+def links(host, link_layer='InfiniBand', mtu=None, mode='datagram', addressed=(True, True)):
+    """``ip -j -d addr show`` as registered: eth0 the management network at 1500, then the two rails."""
+    rows = [{'ifname': 'eth0', 'mtu': 1500, 'operstate': 'UP',
+             'addr_info': [{'family': 'inet', 'local': '192.168.1.%d' % host, 'prefixlen': 24}]}]
+    for rail, (netdev, has_ip) in enumerate(zip(NETDEVS[link_layer], addressed)):
+        row = {'ifname': netdev, 'mtu': mtu or (4092 if link_layer == 'InfiniBand' else 9000), 'operstate': 'UP',
+               'addr_info': [{'family': 'inet6', 'local': 'fe80::1', 'prefixlen': 64}]}
+        if has_ip:
+            row['addr_info'].insert(0, {'family': 'inet', 'local': '10.100.%d.%d' % (rail, host), 'prefixlen': 24})
+        if link_layer == 'InfiniBand':
+            row['linkinfo'] = {'info_kind': 'ipoib', 'info_data': {'pkey': 32767, 'mode': mode, 'umcast': 0}}
+        rows.append(row)
+    return {'changed': False, 'rc': 0, 'stdout': json.dumps(rows), 'stderr': ''}
+
+
+def ring(nodes, **kwargs):
+    link_layer = kwargs.pop('link_layer', 'InfiniBand')
+    out = {}
+    for index, node in enumerate(nodes):
+        out[node] = {'ib_info': ib_info(link_layer), 'links': links(index + 1, link_layer, **kwargs),
+                     'peer': nodes[(index + 1) % len(nodes)]}
+    return out
+
+
+def ping_ok(item):
+    return {'item': item, 'rc': 0, 'stdout': '3 packets transmitted, 3 received, 0% packet loss\n', 'stderr': ''}
+
+
+def pinged(observations, expected, answer=ping_ok):
+    """The observations with each node's registered ping loop, as the role's loop over the plan registers it."""
+    plan = net.plan(observations, expected)
+    for node, items in plan.items():
+        observations[node]['pings'] = {'changed': False, 'results': [answer(item) for item in items]}
+    return observations
+
+
+def _by(results, check):
+    return dict((r['subject'], r) for r in results if r['check'] == check)
+
+
+def test_plan_pings_each_rail_interface_not_the_management_address():
+    plan = net.plan(ring(['gpu01', 'gpu02', 'gpu03']), IB)
+    assert [(p['netdev'], p['peer'], p['peer_netdev'], p['peer_address'], p['size']) for p in plan['gpu01']] == [
+        ('ibp24s0', 'gpu02', 'ibp24s0', '10.100.0.2', 4064), ('ibp64s0', 'gpu02', 'ibp64s0', '10.100.1.2', 4064)]
+    assert plan['gpu03'][0]['peer_address'] == '10.100.0.1'  # the ring closes
+    assert not any(p['peer_address'].startswith('192.168.') for pings in plan.values() for p in pings)
+    roce = net.plan(ring(['gpu01', 'gpu02'], link_layer='Ethernet'), ROCE)
+    assert [(p['netdev'], p['size']) for p in roce['gpu01']] == [('enp24s0np0', 8972), ('enp64s0np0', 8972)]
+
+
+def test_management_network_at_1500_drains_nobody():
+    # the old check pinged the management address at 9000 and failed every node on a 1500 network
+    outcome = decide.ib(pinged(ring(['gpu01', 'gpu02']), IB), IB)
+    for node in ('gpu01', 'gpu02'):
+        mtu = _by(outcome['nodes'][node], 'net.mtu')
+        assert sorted(mtu) == ['mlx5_0:1 ibp24s0', 'mlx5_3:1 ibp64s0']
+        assert all(r['passed'] and r['threshold'] == 4092 and r['measured'] == 4092 for r in mtu.values())
+        assert 'ping -M do -s 4064 -I ibp24s0 10.100.0.' in mtu['mlx5_0:1 ibp24s0']['message']
+        assert all(r['passed'] for r in outcome['nodes'][node])
+    assert outcome['parameters']['ipoib_mtu'] == 4092 and outcome['parameters']['rdma_mtu'] == 4096
+
+
+def test_roce_rail_configured_at_1500_fails_without_a_ping():
+    observations = ring(['gpu01', 'gpu02'], link_layer='Ethernet')
+    observations['gpu02']['links'] = links(2, 'Ethernet', mtu=1500)
+    plan = net.plan(observations, ROCE)
+    assert plan['gpu02'] == [] and len(plan['gpu01']) == 2
+    results = net.decide_net(pinged(observations, ROCE), ROCE)
+    bad = _by(results['gpu02'], 'net.mtu')['mlx5_0:1 enp24s0np0']
+    assert not bad['passed'] and (bad['measured'], bad['threshold']) == (1500, 9000)
+    assert 'enp24s0np0 (RoCE, rail 0) has MTU 1500, expected at least 9000' in bad['message']
+    assert all(r['passed'] for r in _by(results['gpu01'], 'net.mtu').values())
+
+
+def test_failing_ping_names_the_rail_and_the_path_mtu():
+    def too_long(item):
+        if item['netdev'] == 'ibp64s0':
+            return {'item': item, 'rc': 1, 'stdout': '3 packets transmitted, 0 received, +3 errors\n',
+                    'stderr': 'ping: local error: message too long, mtu=2044\n'}
+        return ping_ok(item)
+    results = net.decide_net(pinged(ring(['gpu01', 'gpu02']), IB, too_long), IB)
+    bad = _by(results['gpu01'], 'net.mtu')['mlx5_3:1 ibp64s0']
+    assert not bad['passed'] and bad['measured'] == 2044
+    assert 'ping -M do -s 4064 -I ibp64s0 10.100.1.2 (gpu02 ibp64s0) failed (rc=1)' in bad['message']
+    assert 'message too long' in bad['message'] and 'rail 1' in bad['message']
+    assert _by(results['gpu01'], 'net.mtu')['mlx5_0:1 ibp24s0']['passed']
+
+
+def test_rail_without_ipv4_is_skipped_with_its_reason():
+    observations = ring(['gpu01', 'gpu02'])
+    observations['gpu02']['links'] = links(2, addressed=(True, False))
+    results = net.decide_net(pinged(observations, IB), IB)
+    own = _by(results['gpu02'], 'net.mtu')['mlx5_3:1 ibp64s0']
+    assert own['passed'] and own['skipped'] == 'ibp64s0 has no IPv4 address' and own['measured'] is None
+    towards = _by(results['gpu01'], 'net.mtu')['mlx5_3:1 ibp64s0']
+    assert towards['passed'] and towards['skipped'] == "gpu02's ibp64s0 (rail 1) has no IPv4 address"
+    assert 'not checked' in towards['message']
+
+
+def test_missing_netdev_single_node_and_unread_interfaces_are_skipped():
+    observations = ring(['gpu01'])
+    results = net.decide_net(pinged(observations, IB), IB)['gpu01']
+    assert all(r['passed'] and r['skipped'] == 'no peer node to ping (one node in the play)' for r in results if r['check'] == 'net.mtu')
+    observations['gpu01']['links'] = {'changed': False, 'rc': 1, 'stdout': '', 'stderr': 'Option "-j" is unknown'}
+    skipped = [r['skipped'] for r in net.decide_net(observations, IB)['gpu01'] if r['check'] == 'net.mtu']
+    assert skipped == ['the interfaces could not be read (ip -j -d addr show)'] * 2
+    observations['gpu01']['ib_info']['hcas'][0]['ports'][0]['netdev'] = None
+    assert net.rails(observations['gpu01']['ib_info'], links(1), IB)[0]['skip'].startswith('no netdev for mlx5_0 port 1')
+
+
+def test_ipoib_connected_mode_passes_at_the_datagram_default():
+    observations = ring(['gpu01', 'gpu02'], mtu=65520, mode='connected')
+    results = net.decide_net(pinged(observations, IB), IB)['gpu01']
+    good = _by(results, 'net.mtu')['mlx5_0:1 ibp24s0']
+    assert good['passed'] and good['measured'] == 65520 and 'IPoIB connected' in good['message']
+
+
+def test_rdma_path_mtu_from_ibv_devinfo():
+    observations = ring(['gpu01', 'gpu02'], link_layer='Ethernet')
+    observations['gpu02']['ib_info'] = ib_info('Ethernet', active_mtu=1024)
+    observations['gpu02']['links'] = links(2, 'Ethernet', mtu=1500)
+    results = net.decide_net(observations, ROCE)
+    assert all(r['passed'] and r['measured'] == 4096 for r in _by(results['gpu01'], 'net.rdma_mtu').values())
+    bad = _by(results['gpu02'], 'net.rdma_mtu')['mlx5_0:1']
+    assert not bad['passed'] and (bad['measured'], bad['threshold']) == (1024, 4096)
+    assert 'set MTU 9000 on enp24s0np0 (now 1500)' in bad['message']
+    # the storage NIC (mlx5_1) is not on the GPU fabric: never judged
+    assert sorted(_by(results['gpu02'], 'net.rdma_mtu')) == ['mlx5_0:1', 'mlx5_3:1']
+    observations['gpu01']['ib_info'] = ib_info('Ethernet', active_mtu=None)
+    skipped = _by(net.decide_net(observations, ROCE)['gpu01'], 'net.rdma_mtu')['mlx5_0:1']
+    assert skipped['passed'] and 'ibv_devinfo' in skipped['skipped']
+
+
+def test_ib_path_mtu_below_4096_points_at_the_partition():
+    observations = ring(['gpu01', 'gpu02'])
+    observations['gpu01']['ib_info'] = ib_info(active_mtu=2048)
+    bad = _by(net.decide_net(observations, IB)['gpu01'], 'net.rdma_mtu')['mlx5_3:1']
+    assert not bad['passed'] and 'partitions.conf mtu=5' in bad['message']
+
+
+def test_mtu_checks_off():
+    outcome = decide.ib(pinged(ring(['gpu01', 'gpu02']), IB), dict(IB, mtu_enabled=False))
+    assert not any(r['area'] == 'net' for results in outcome['nodes'].values() for r in results)
