@@ -91,11 +91,23 @@ _RECORDS = (
           measures='`ib_write_lat`, typical latency of 2-byte messages (off by default)',
           default='5 us',
           source='own bound, generous: NDR/HDR RDMA write latency is typically around 1 us; set your own'),
-    Check('net.mtu', 'net', 'the configured MTU holds end to end (ping -M do)', 'higher', 'bytes',
-          'set MTU {threshold} on {node} {subject} and on every switch port in its path',
-          measures='`ping -M do -s MTU-28 -c 3` to the next node (a ring)',
-          default='9000',
-          source='28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); MTU 9000 end to end for RoCE'),
+    Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do)', 'higher', 'bytes',
+          'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them',
+          measures=('per GPU-fabric rail (the RoCE netdev or IPoIB interface of each HCA): its MTU (`ip -j -d addr`), then '
+                    '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail without IPv4 '
+                    'is skipped with the reason; the management address is not tested'),
+          default='RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`)',
+          source=('28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); RoCE 9000 end to end (NVIDIA RoCE deployment '
+                  'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520 (Linux '
+                  'Documentation/infiniband/ipoib.rst; RHEL "Configuring IPoIB")')),
+    Check('net.rdma_mtu', 'net', 'the RDMA path MTU of each GPU-fabric port', 'higher', 'bytes',
+          'raise the path MTU of {node} {subject}: on RoCE set the netdev MTU to 9000, on InfiniBand the partition MTU '
+          '(opensm partitions.conf mtu=5)',
+          measures='`ibv_devinfo` active_mtu of each GPU-fabric port (through ib_info)',
+          default='4096 (`verify_ib_rdma_mtu`)',
+          source=('4096 is the largest IB MTU (IBTA); on RoCE the active MTU is the largest IB MTU below the netdev MTU '
+                  'minus headers: 1024 at 1500, 4096 at 4200 and above (NVIDIA KB "MTU Considerations for RoCE based '
+                  'Applications")')),
     Check('gpu.count', 'gpu', 'GPU count as expected', 'higher', None,
           'a GPU is missing on {node}: check nvidia-smi -L and dmesg, reseat the baseboard or open a hardware ticket',
           measures='`nvidia-smi --query-gpu`',
