@@ -76,38 +76,37 @@ _RECORDS = (
           source='rail-optimized wiring'),
     Check('perftest.write_bw', 'perftest', 'ib_write_bw between rail-aligned HCA pairs', 'higher', 'Gb/s',
           'check {suspect}: link state and rate (ibstat, iblinkinfo), PCIe width (lspci -vv), then rerun ib_write_bw',
-          measures='`ib_write_bw --report_gbits -s 8388608 -D 5 -q 1 -F`, rail-aligned pairs',
-          default=">= 0.9 x the link's data rate (NDR 4X: 360 Gb/s); bidirectional runs: 0.9 x twice the data rate",
+          measures=('`ib_write_bw --report_gbits -F -s 65536 -q 2 -b -D 30`, rail-aligned pairs, under `numactl` bound to the '
+                    "HCA's NUMA node when known; `--tclass` on RoCE"),
+          default=(">= 0.9 x the fleet's line rate (`verify_ib_rate_gbps`, else the most common port rate; NDR 4X: 360 Gb/s), "
+                   'never the pair\'s own negotiated rate; bidirectional (default): 0.9 x twice the data rate'),
           source=('data rate from `expected_link_gbps` (IBTA encodings: NDR 106.25 Gb/s lanes carry 100 Gb/s); 90% is '
-                  "this project's pass mark (the issue's acceptance criterion), not an NVIDIA figure; perftest options "
-                  "from linux-rdma/perftest's README")),
+                  "this project's pass mark (the issue's acceptance criterion), not an NVIDIA figure; `-s 65536 -q 2 -b -D 30` "
+                  "and NUMA pinning from NVIDIA's multinode bring-up practice (issue 11); 1 QP at MB sizes reads 284-365 Gb/s "
+                  'on ConnectX-7 (NVIDIA/nccl #2409); perftest MB/sec = 2^20 bytes/s (linux-rdma/perftest README)')),
     Check('perftest.read_bw', 'perftest', 'ib_read_bw between rail-aligned HCA pairs', 'higher', 'Gb/s',
           'check {suspect}: link state and rate (ibstat, iblinkinfo), PCIe width (lspci -vv), then rerun ib_read_bw',
           measures='`ib_read_bw`, same (off by default)',
           default='as `perftest.write_bw`',
           source='as `perftest.write_bw`'),
+    Check('perftest.gpudirect_bw', 'perftest', 'ib_write_bw with --use_cuda: HCA <-> nearest GPU memory', 'higher', 'Gb/s',
+          'check the GPUDirect RDMA path on {suspect}: nvidia_peermem (or dma-buf) loaded, PCIe ACS off on the GPU-HCA '
+          'switch, IOMMU passthrough; then rerun ib_write_bw --use_cuda',
+          measures=('`ib_write_bw --use_cuda=<GPU nearest the HCA>` (gpu_info nearest_nic), same options and pairs as '
+                    '`perftest.write_bw`; nodes with GPUs only'),
+          default='as `perftest.write_bw`',
+          source=('a broken GPUDirect path passes a host-memory test at line rate (linux-rdma/perftest #241); '
+                  'threshold as `perftest.write_bw`')),
     Check('perftest.write_lat', 'perftest', 'ib_write_lat between rail-aligned HCA pairs', 'lower', 'usec',
           'check {suspect}: cable and switch port errors (perfquery), then rerun ib_write_lat',
           measures='`ib_write_lat`, typical latency of 2-byte messages (off by default)',
           default='5 us',
           source='own bound, generous: NDR/HDR RDMA write latency is typically around 1 us; set your own'),
-    Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do)', 'higher', 'bytes',
-          'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them',
-          measures=('per GPU-fabric rail (the RoCE netdev or IPoIB interface of each HCA): its MTU (`ip -j -d addr`), then '
-                    '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail without IPv4 '
-                    'is skipped with the reason; the management address is not tested'),
-          default='RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`)',
-          source=('28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); RoCE 9000 end to end (NVIDIA RoCE deployment '
-                  'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520 (Linux '
-                  'Documentation/infiniband/ipoib.rst; RHEL "Configuring IPoIB")')),
-    Check('net.rdma_mtu', 'net', 'the RDMA path MTU of each GPU-fabric port', 'higher', 'bytes',
-          'raise the path MTU of {node} {subject}: on RoCE set the netdev MTU to 9000, on InfiniBand the partition MTU '
-          '(opensm partitions.conf mtu=5)',
-          measures='`ibv_devinfo` active_mtu of each GPU-fabric port (through ib_info)',
-          default='4096 (`verify_ib_rdma_mtu`)',
-          source=('4096 is the largest IB MTU (IBTA); on RoCE the active MTU is the largest IB MTU below the netdev MTU '
-                  'minus headers: 1024 at 1500, 4096 at 4200 and above (NVIDIA KB "MTU Considerations for RoCE based '
-                  'Applications")')),
+    Check('net.mtu', 'net', 'the configured MTU holds end to end (ping -M do)', 'higher', 'bytes',
+          'set MTU {threshold} on {node} {subject} and on every switch port in its path',
+          measures='`ping -M do -s MTU-28 -c 3` to the next node (a ring)',
+          default='9000',
+          source='28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); MTU 9000 end to end for RoCE'),
     Check('gpu.count', 'gpu', 'GPU count as expected', 'higher', None,
           'a GPU is missing on {node}: check nvidia-smi -L and dmesg, reseat the baseboard or open a hardware ticket',
           measures='`nvidia-smi --query-gpu`',
