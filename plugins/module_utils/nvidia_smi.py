@@ -504,6 +504,17 @@ _NVLINK_STATUS_RE = re.compile(r'^Link\s+(?P<link>\d+):\s*(?P<state>.*?)\s*$')
 _NVLINK_SPEED_RE = re.compile(r'^(?P<speed>\d+(?:\.\d+)?)\s*GB/s$')
 _NVLINK_COUNTER_RE = re.compile(r'^Link\s+(?P<link>\d+):\s*(?P<name>[^:]+?)\s*:\s*(?P<value>\S+)\s*$')
 _COUNTER_KEYS = {'replay errors': 'replay_errors', 'recovery errors': 'recovery_errors', 'crc errors': 'crc_errors'}
+# The error counters R570+ drivers print for NVLink 5 (Blackwell) instead of Replay/Recovery/CRC (the names as
+# printed, lower case -> key). Traffic (Tx/Rx packets and bytes), the FEC histogram (``FEC Errors - N``) and the
+# BER lines stay in ``counters`` only: they are not errors.
+NVLINK5_ERROR_KEYS = {
+    'malformed packet errors': 'malformed_packet_errors', 'buffer overrun errors': 'buffer_overrun_errors',
+    'rx errors': 'rx_errors', 'rx remote errors': 'rx_remote_errors', 'rx general errors': 'rx_general_errors',
+    'local link integrity errors': 'local_link_integrity_errors', 'tx discards': 'tx_discards',
+    'link recovery successful events': 'link_recovery_successful_events',
+    'link recovery failed events': 'link_recovery_failed_events', 'total link recovery events': 'total_link_recovery_events',
+    'effective errors': 'effective_errors', 'symbol errors': 'symbol_errors',
+}
 
 
 def _nvlink_gpu(match):
@@ -546,11 +557,16 @@ def parse_nvlink_status(text):
 
 
 def parse_nvlink_errors(text):
-    """Parse ``nvidia-smi nvlink -e``: ``GPU 0: ...`` then ``Link N: Replay Errors: 0`` lines.
+    """Parse ``nvidia-smi nvlink -e``: ``GPU 0: ...`` then ``Link N: <counter>: <value>`` lines.
 
-    Returns ``gpus`` (``index``, ``name``, ``uuid``, ``links`` of ``link``,
-    ``replay_errors``, ``recovery_errors``, ``crc_errors`` as ints or None, and
-    ``counters``: every counter as printed) and ``errors``.
+    Two layouts: the legacy ``Replay Errors``/``Recovery Errors``/``CRC Errors``
+    and the R570+ NVLink 5 set (``Rx Errors``, ``Link recovery failed events``,
+    ``Effective Errors``... see ``NVLINK5_ERROR_KEYS``). Returns ``gpus``
+    (``index``, ``name``, ``uuid``, ``layout``: ``legacy``, ``nvlink5`` or None
+    when no error counter was recognised, ``links`` of ``link``,
+    ``replay_errors``, ``recovery_errors``, ``crc_errors`` as ints or None,
+    ``errors``: every recognised error counter by key, and ``counters``:
+    every counter as printed) and ``errors``.
     """
     _check_text(text, 'nvidia-smi nvlink -e')
     result = {'gpus': [], 'errors': []}
@@ -563,6 +579,7 @@ def parse_nvlink_errors(text):
         match = _NVLINK_GPU_RE.match(line)
         if match:
             current = _nvlink_gpu(match)
+            current['layout'] = None
             result['gpus'].append(current)
             links = {}
             continue
@@ -571,14 +588,21 @@ def parse_nvlink_errors(text):
             number = int(match.group('link'))
             link = links.get(number)
             if link is None:
-                link = {'link': number, 'replay_errors': None, 'recovery_errors': None, 'crc_errors': None, 'counters': {}}
+                link = {'link': number, 'replay_errors': None, 'recovery_errors': None, 'crc_errors': None, 'errors': {},
+                        'counters': {}}
                 links[number] = link
                 current['links'].append(link)
             value = _int(match.group('value'))
-            link['counters'][match.group('name')] = value
-            key = _COUNTER_KEYS.get(match.group('name').lower())
+            name = match.group('name')
+            link['counters'][name] = value if value is not None else match.group('value')
+            key = _COUNTER_KEYS.get(name.lower())
             if key:
                 link[key] = value
+                link['errors'][key] = value
+                current['layout'] = current.get('layout') or 'legacy'
+            elif name.lower() in NVLINK5_ERROR_KEYS:
+                link['errors'][NVLINK5_ERROR_KEYS[name.lower()]] = value
+                current['layout'] = 'nvlink5'
             continue
         if _SMI_ERROR_RE.match(line):
             result['errors'].append(line)

@@ -20,7 +20,11 @@ description:
   - The module fails only when C(dcgmi) is missing or its output holds no test result (for example when the DCGM host
     engine C(nv-hostengine) is not running, or the diagnostic could not start); the message then carries the tool's error lines.
   - The diagnostic only reads and exercises the GPUs; it changes no setting, so the module always returns
-    C(changed=false) and it B(still runs in check mode), where it returns the same result.
+    C(changed=false). In check mode level 1 (read-only deployment checks) still runs; levels 2 to 4 load the GPUs
+    and are B(skipped) (C(skipped=true), no C(overall)).
+  - DCGM 4 runs its CUDA tests (memory, diagnostic, targeted stress and power, memory bandwidth, pcie) from a separate
+    package (C(datacenter-gpu-manager-4-cuda<major>)); without it they are reported V(skip) and C(overall) can still
+    read V(pass): check C(tests) for skipped tests.
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
   - aicluster.infra.attributes
@@ -30,9 +34,10 @@ options:
   level:
     description:
       - Diagnostic level (C(-r)). V(1) is the quick deployment check (seconds), V(2) the medium one (about two minutes),
-        V(3) the long hardware diagnostic (about fifteen minutes or more on eight GPUs).
+        V(3) the long hardware diagnostic (about fifteen minutes or more on eight GPUs), V(4) the extended one (an hour
+        or more; DCGM 2.x and later).
     type: int
-    choices: [1, 2, 3]
+    choices: [1, 2, 3, 4]
     default: 1
   gpu_ids:
     description:
@@ -44,8 +49,8 @@ requirements:
   - C(dcgmi) from NVIDIA DCGM on the target, and a reachable DCGM host engine (C(nv-hostengine)).
 notes:
   - All commands run with C(LANG=C) and C(LC_ALL=C).
-  - Levels 2 and 3 put a heavy load on the GPUs and take minutes; do not run them on nodes that carry jobs, and
-    consider C(async) with C(poll) for level 3.
+  - Levels 2 to 4 put a heavy load on the GPUs and take minutes to hours; do not run them on nodes that carry jobs, and
+    consider C(async) with C(poll) for levels 3 and 4.
   - The JSON layout differs between DCGM releases; the module returns what the collection's parser reads from it.
 seealso:
   - module: aicluster.infra.gpu_info
@@ -156,7 +161,7 @@ def build_argv(path, level, gpu_ids):
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            level=dict(type='int', choices=[1, 2, 3], default=1),
+            level=dict(type='int', choices=[1, 2, 3, 4], default=1),
             gpu_ids=dict(type='list', elements='int', default=[]),
         ),
         supports_check_mode=True,
@@ -167,6 +172,9 @@ def main():
         module.fail_json(msg='gpu_ids must be 0 or more, got %s' % bad)
 
     argv = build_argv(module.get_bin_path('dcgmi', required=True), module.params['level'], gpu_ids)
+    if module.check_mode and module.params['level'] >= 2:
+        module.exit_json(changed=False, skipped=True, cmd=argv,
+                         msg='dcgmi diag -r %d loads the GPUs: not run in check mode' % module.params['level'])
     rc, out, err = module.run_command(argv, environ_update=C_LOCALE)
     out, err = out or '', err or ''
     try:

@@ -12,8 +12,9 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import describe, expected_keys, model_key
-from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import parse_xid
+from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import log_window, parse_xid
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import (
     parse_nvlink_errors, parse_nvlink_status, parse_query_gpu_csv,
 )
@@ -21,7 +22,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify._common imp
     failed, parse_once, ran, uniform,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
-    dcgm_result, per_gpu_results, nvlink_error_results, nvlink_results, process_results, retired_results, xid_results,
+    cuda_major, dcgm_result, per_gpu_results, nvlink_error_results, nvlink_read_summary, nvlink_results, parse_proc_cgroups,
+    process_results, retired_results, xid_cursor, xid_results,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -163,14 +165,20 @@ def evaluate_gpu(observed, expected):
     if 'gpu.nvlink' in checks and status is not None:
         results.extend(nvlink_results(status, expected))
     if 'gpu.nvlink_errors' in checks and counters is not None:
-        results.extend(nvlink_error_results(counters, expected))
+        # the read at the role's start: the limits apply to the increase over the run
+        before = parse_once(parse_nvlink_errors, _text(observed.get('nvlink_errors_before')), 'nvidia-smi nvlink -e (first read)',
+                            errors['gpu.nvlink_errors']) if ran(observed.get('nvlink_errors_before')) else None
+        if before is not None or not ran(observed.get('nvlink_errors_before')):
+            results.extend(nvlink_error_results(counters, expected, before=before, status=status))
     if 'gpu.xid' in checks and dmesg is not None:
-        results.extend(xid_results(gpus, parse_xid(dmesg), expected))
+        results.extend(xid_results(gpus, parse_xid(dmesg), expected, window=log_window(dmesg),
+                                   cursor=xid_cursor(observed.get('xid_state'))))
     if 'gpu.processes' in checks and apps is not None:
-        results.extend(process_results(gpus, apps, expected))
+        cgroups = observed.get('proc_cgroups')
+        results.extend(process_results(gpus, apps, expected, cgroups=parse_proc_cgroups(_text(cgroups)) if ran(cgroups) else None))
     dcgm = observed.get('dcgm_diag')
     if 'gpu.dcgm_diag' in checks and ran(dcgm):
-        results.append(dcgm_result(dcgm, expected))
+        results.append(dcgm_result(dcgm, dict(expected, cuda_major=expected.get('cuda_major') or cuda_major(info))))
     results.extend(_command_failures(observed, checks))
     for check, line in _ordered_errors(errors):
         results.append(new_result(check, 'node', None, None, False, line))
@@ -193,6 +201,24 @@ def evaluate_gpu_fleet(gpu_infos, expected=None):
 _ANSIBLE_KEYS = ('changed', 'failed', 'invocation', 'warnings')
 
 
+def _parsed_or_none(parser, observation):
+    text = _text(observation or {})
+    try:
+        return parser(text) if text else None
+    except ParseError:
+        return None
+
+
+def _field_raw(observed):
+    """results.json evidence: both NVLink counter reads (non-zero counters only) and the Xid cursors (kept, next)."""
+    dmesg = observed.get('dmesg') or {}
+    window = log_window(_text(dmesg)) if ran(dmesg) and dmesg.get('rc') in (0, None) else {}
+    return {'nvlink_errors': dict((when, nvlink_read_summary(_parsed_or_none(parse_nvlink_errors, observed.get(key))))
+                                  for when, key in (('before', 'nvlink_errors_before'), ('after', 'nvlink_errors'))),
+            'xid': {'cursor': xid_cursor(observed.get('xid_state')), 'cursor_next': window.get('last'),
+                    'log_first': window.get('first'), 'log_from_boot': window.get('from_boot')}}
+
+
 def decide_gpu(observations, expected):
     """The verify_gpu role's one decision: node -> observed (see ``evaluate_gpu``) in, ``{'nodes', 'fleet', 'raw'}`` out."""
     nodes, raw, infos = {}, {}, {}
@@ -206,6 +232,7 @@ def decide_gpu(observations, expected):
         raw[node] = {'gpu_info': dict((k, v) for k, v in info.items() if k not in _ANSIBLE_KEYS),
                      'dcgm_diag': dict((k, v) for k, v in (observed.get('dcgm_diag') or {}).items()
                                        if k in ('overall', 'tests', 'errors'))}
+        raw[node].update(_field_raw(observed))
         if raw[node]['gpu_info']:
             infos[node] = raw[node]['gpu_info']
     fleet = {}

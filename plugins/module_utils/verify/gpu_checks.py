@@ -7,11 +7,27 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+import json
+import re
+
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import has_nvswitch
+from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import (
+    CONTACT_SUPPORT, FAIL_BUCKETS, REBOOT, since, xid_name,
+)
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import int_or_none
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 NVLINK_COUNTERS = ('replay_errors', 'recovery_errors', 'crc_errors')
+# /proc/<pid>/cgroup of a Slurm job's process: v1 ``.../slurm/uid_1000/job_42/step_0/task_0``,
+# v2 ``0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0``
+_SLURM_JOB_RE = re.compile(r'(?:/slurm[^/\n]*/uid_\d+|slurmstepd\.scope)/job_(?P<job>\d+)(?:/|$)', re.MULTILINE)
+# dcgmi diag tests that need DCGM's CUDA plugin package (DCGM 4: datacenter-gpu-manager-4-cuda<major>),
+# by normalized name (table, JSON and plugin spellings)
+DCGM_CUDA_TESTS = frozenset((
+    'memory', 'gpumemory', 'diagnostic', 'targetedstress', 'targetedpower', 'memorybandwidth', 'pcie', 'pcienvlink',
+    'memtest', 'memorystress', 'pulsetest',
+))
 
 
 def _bus_key(bus_id):
@@ -227,82 +243,276 @@ def nvlink_results(status, expected):
     return results
 
 
-def nvlink_error_results(counters, expected):
-    """gpu.nvlink_errors from parsed ``nvidia-smi nvlink -e``: per-link counters under the limits."""
-    limits = expected.get('nvlink_error_max') or {}
-    results = []
-    for gpu in counters.get('gpus') or []:
-        label = 'GPU %s' % gpu.get('index')
-        over = []
-        totals = {}
+def _link_errors(link):
+    """The error counters of one parsed ``nvlink -e`` link (both layouts), name -> int."""
+    errors = link.get('errors')
+    if errors is None:  # a parse from before the two layouts: the legacy keys only
+        errors = dict((key, link.get(key)) for key in NVLINK_COUNTERS if link.get(key) is not None)
+    return dict((key, value) for key, value in errors.items() if value is not None)
+
+
+def _counter_index(counters):
+    """(gpu index, link) -> error counters of a parsed ``nvlink -e`` read."""
+    index = {}
+    for gpu in (counters or {}).get('gpus') or []:
         for link in gpu.get('links') or []:
-            for counter in NVLINK_COUNTERS:
-                value = link.get(counter)
-                if value is None:
-                    continue
+            index[(gpu.get('index'), link.get('link'))] = _link_errors(link)
+    return index
+
+
+def _over(link, counter, value, limit, what):
+    if limit is None or value is None or value <= int(limit):
+        return None
+    return 'link %s %s %s%d > %d' % (link, counter.replace('_', ' '), what, value, int(limit))
+
+
+def _nvlinked(status):
+    """GPU index -> number of active NVLinks from a parsed ``nvlink -s`` (empty when not read)."""
+    return dict((gpu.get('index'), len([link for link in gpu.get('links') or [] if link.get('active')]))
+                for gpu in (status or {}).get('gpus') or [])
+
+
+def nvlink_error_results(counters, expected, before=None, status=None):
+    """gpu.nvlink_errors: per-link NVLink error counters, as their increase over the run.
+
+    ``counters``: parsed ``nvidia-smi nvlink -e`` read after the active tests;
+    ``before``: the read at the role's start (None: not read, the limits then
+    apply to the counts since the driver loaded). ``expected``:
+    ``nvlink_error_max`` (per-link limits on the increase, counter -> int) and
+    ``nvlink_error_absolute_max`` (opt-in per-link limits on the counts since
+    the driver loaded). ``status``: parsed ``nvlink -s``: a GPU with active
+    NVLinks whose counters could not be read fails.
+    """
+    limits = expected.get('nvlink_error_max') or {}
+    absolute = expected.get('nvlink_error_absolute_max') or {}
+    earlier = _counter_index(before) if before is not None else None
+    linked = _nvlinked(status)
+    results = []
+    seen = set()
+    for gpu in counters.get('gpus') or []:
+        index = gpu.get('index')
+        seen.add(index)
+        label = 'GPU %s' % index
+        links = gpu.get('links') or []
+        read = [(link.get('link'), _link_errors(link)) for link in links]
+        read = [(number, errors) for number, errors in read if errors]
+        if not read:
+            up = linked.get(index, 0)
+            if links or up:
+                printed = sorted(set(name for link in links for name in (link.get('counters') or {})))
+                results.append(new_result('gpu.nvlink_errors', label, None, limits, False,
+                                          '%s has %s NVLinks but nvidia-smi nvlink -e printed no error counter this collection '
+                                          'reads (printed: %s); update the collection for this driver or read the counters by hand'
+                                          % (label, up or len(links), ', '.join(printed[:8]) or 'nothing')))
+            else:
+                results.append(new_result('gpu.nvlink_errors', label, {}, limits, True, '%s has no NVLink' % label))
+            continue
+        over, rises, totals = [], {}, {}
+        for number, errors in read:
+            base = earlier.get((index, number), {}) if earlier is not None else None
+            for counter, value in sorted(errors.items()):
                 totals[counter] = totals.get(counter, 0) + value
-                limit = limits.get(counter)
-                if limit is not None and value > int(limit):
-                    over.append('link %s %s %d > %d' % (link.get('link'), counter.replace('_', ' '), value, int(limit)))
-        results.append(new_result('gpu.nvlink_errors', label, totals, limits, not over,
-                                  '%s NVLink error counters within limits (%s)' % (
-                                      label, ', '.join('%s %d' % (k.replace('_', ' '), v) for k, v in sorted(totals.items()))
-                                      or 'none printed') if not over else
-                                  '%s NVLink errors over the limits: %s; reseat the GPU baseboard cables or RMA' % (
-                                      label, '; '.join(over))))
+                if base is None:
+                    rise = value
+                else:
+                    start = base.get(counter)
+                    # a counter lower than at the start was reset (GPU reset, nvlink -re): all of it is new
+                    rise = value if start is None or value < start else value - start
+                rises[counter] = rises.get(counter, 0) + rise
+                found = [_over(number, counter, rise, limits.get(counter), '+' if base is not None else ''),
+                         _over(number, counter, value, absolute.get(counter), 'since driver load ')]
+                over.extend(item for item in found if item)
+        what = 'rose over the run' if earlier is not None else 'since the driver loaded (no first read)'
+        measured = {'increase': rises, 'total': totals} if earlier is not None else {'total': totals}
+        if over:
+            message = '%s NVLink errors over the limits: %s; reseat the GPU baseboard cables or RMA' % (label, '; '.join(over))
+        else:
+            risen = ', '.join('%s %s%d' % (k.replace('_', ' '), '+' if earlier is not None else '', v)
+                              for k, v in sorted(rises.items()) if v)
+            message = '%s NVLink error counters %s within limits (%s; %d links, %d counters each)' % (
+                label, what, risen or 'none rose' if earlier is not None else risen or 'all 0', len(read),
+                max(len(errors) for _number, errors in read))
+        results.append(new_result('gpu.nvlink_errors', label, measured, limits, not over, message))
+    for index, up in sorted(linked.items()):
+        if up and index not in seen:
+            results.append(new_result('gpu.nvlink_errors', 'GPU %s' % index, None, limits, False,
+                                      'GPU %s has %d NVLinks up but nvidia-smi nvlink -e printed nothing for it' % (index, up)))
     return results
 
 
-def xid_results(gpus, events, expected):
-    """gpu.xid from the kernel log's Xid events (``kernel_log.parse_xid``): fatal ones fail their GPU."""
-    fatal = set(int(code) for code in expected.get('fatal_xids') or [])
-    bad = [event for event in events if event['code'] in fatal]
+def _xid_word(event):
+    return 'Xid %d (%s, %s)' % (event['code'], xid_name(event['code']) or 'unknown', event['bucket'])
+
+
+def xid_results(gpus, events, expected, window=None, cursor=None):
+    """gpu.xid from the kernel log's Xid events (``kernel_log.parse_xid``), by the Xid catalog's resolution buckets.
+
+    Only events after ``cursor`` (the last line read by the previous check,
+    an ISO stamp; None: since boot) count. Those in the reset/reboot/
+    contact-support buckets, and codes in ``expected['fatal_xids']``, fail
+    their GPU; the others are named in the passing message. ``window``
+    (``kernel_log.log_window``): a ring buffer that no longer reaches back to
+    the cursor is said, never failed.
+    """
+    extra = set(int(code) for code in expected.get('fatal_xids') or [])
+    new = since(events, cursor)
+    bad = [event for event in new if event['bucket'] in FAIL_BUCKETS or event['code'] in extra]
+    scope = 'since the last check (%s)' % cursor if cursor else 'since boot'
+    gap = ''
+    if window and cursor and window.get('first') and not window.get('from_boot') and window['first'] > cursor:
+        gap = '; the kernel ring buffer starts at %s, after the last check: Xids between them were not seen' % window['first']
+    elif window and not cursor and window.get('first') and not window.get('from_boot'):
+        gap = '; the kernel ring buffer has wrapped (starts at %s): older Xids were not seen' % window['first']
+    want = 'no Xid in %s' % ', '.join(FAIL_BUCKETS)
     if not bad:
-        other = sorted(set(event['code'] for event in events))
-        return [new_result('gpu.xid', 'node', other, 'none of %s' % sorted(fatal), True,
-                           'no fatal Xid in the kernel log since boot%s' % (
-                               ' (non-fatal Xid seen: %s)' % ', '.join(str(c) for c in other) if other else ''))]
+        other = sorted(set(_xid_word(event) for event in new))
+        return [new_result('gpu.xid', 'node', sorted(set(event['code'] for event in new)), want, True,
+                           'no Xid needing a GPU reset, reboot or support %s%s%s' % (
+                               scope, ' (seen, no node action: %s)' % ', '.join(other) if other else '', gap))]
     by_gpu = {}
     for event in bad:
         by_gpu.setdefault(gpu_label(gpus, event['pci']), []).append(event)
     results = []
     for label, found in sorted(by_gpu.items()):
         codes = sorted(set(event['code'] for event in found))
-        results.append(new_result('gpu.xid', label, codes, 'none of %s' % sorted(fatal), False,
-                                  '%s fatal Xid %s in the kernel log since boot: %s; follow NVIDIA\'s Xid catalog '
-                                  '(reset the GPU or reboot, RMA if it returns)' % (
-                                      label, ', '.join(str(c) for c in codes), found[-1]['text'][:120])))
+        buckets = sorted(set(event['bucket'] for event in found))
+        action = ('reboot the node' if REBOOT in buckets else 'reset the GPU (nvidia-smi -r) or reboot') + (
+            '; contact NVIDIA support' if CONTACT_SUPPORT in buckets else '; RMA if it returns')
+        results.append(new_result('gpu.xid', label, codes, want, False, '%s %s %s: %s; %s%s' % (
+            label, ', '.join(sorted(set(_xid_word(event) for event in found))), scope, found[-1]['text'][:120], action, gap)))
     return results
 
 
-def process_results(gpus, rows, expected):
-    """gpu.processes from ``--query-compute-apps`` rows: none outside the allowed names."""
+def _cgroup_jobs(cgroups):
+    """pid (str) -> Slurm job id (str) from ``{pid: /proc/<pid>/cgroup text}``; PIDs outside a job are left out."""
+    jobs = {}
+    for pid, text in (cgroups or {}).items():
+        match = _SLURM_JOB_RE.search(text or '')
+        if match:
+            jobs[str(pid)] = match.group('job')
+    return jobs
+
+
+def process_results(gpus, rows, expected, cgroups=None):
+    """gpu.processes from ``--query-compute-apps`` rows: a Slurm job's processes are busy GPUs, the rest strays.
+
+    ``cgroups``: pid -> ``/proc/<pid>/cgroup`` text (cgroup v1
+    ``/slurm/uid_N/job_M/...``, v2 ``.../job_M/step_S/...`` under
+    slurmstepd.scope); a PID in a job cgroup is the job's. Busy GPUs pass with
+    ``busy: true`` and ``jobs`` on the result, so the gate can report them
+    as not tested. Names in ``expected['allowed_processes']`` are ignored.
+    """
     allowed = set(expected.get('allowed_processes') or [])
-    stray = [row for row in rows if row.get('process_name') not in allowed and
-             (row.get('process_name') or '').split('/')[-1] not in allowed]
-    if not stray:
-        return [new_result('gpu.processes', 'node', 0, 0, True, 'no process on any GPU')]
+    jobs = _cgroup_jobs(cgroups)
+    mine = [row for row in rows if row.get('process_name') not in allowed and
+            (row.get('process_name') or '').split('/')[-1] not in allowed]
+    stray = [row for row in mine if str(row.get('pid')) not in jobs]
+    busy = [row for row in mine if str(row.get('pid')) in jobs]
+    results = []
     by_gpu = {}
+    for row in busy:
+        by_gpu.setdefault(gpu_label(gpus, row.get('gpu_bus_id')), set()).add(jobs[str(row.get('pid'))])
+    for label, held in sorted(by_gpu.items()):
+        result = new_result('gpu.processes', label, 0, 0, True, 'busy: job %s holds %s' % (', '.join(sorted(held, key=_job_key)), label))
+        result['busy'] = True
+        result['jobs'] = sorted(held, key=_job_key)
+        results.append(result)
+    if not stray:
+        if not results:
+            results.append(new_result('gpu.processes', 'node', 0, 0, True, 'no process on any GPU'))
+        return results
+    strays = {}
     for row in stray:
-        by_gpu.setdefault(gpu_label(gpus, row.get('gpu_bus_id')), []).append(row)
-    return [new_result('gpu.processes', label, len(found), 0, False,
-                       '%s has %d stray process(es): %s; kill them or fix the job epilog' % (
-                           label, len(found), ', '.join('%s (pid %s)' % (r.get('process_name'), r.get('pid')) for r in found)))
-            for label, found in sorted(by_gpu.items())]
+        strays.setdefault(gpu_label(gpus, row.get('gpu_bus_id')), []).append(row)
+    results.extend(new_result('gpu.processes', label, len(found), 0, False,
+                              '%s has %d stray process(es) outside any Slurm job: %s; kill them or fix the job epilog' % (
+                                  label, len(found), ', '.join('%s (pid %s)' % (r.get('process_name'), r.get('pid')) for r in found)))
+                   for label, found in sorted(strays.items()))
+    return results
+
+
+def _job_key(job):
+    return (len(job), job)
+
+
+def _test_key(name):
+    return ''.join(char for char in (name or '').lower() if char.isalnum())
 
 
 def dcgm_result(dcgm, expected):
-    """gpu.dcgm_diag from the dcgm_diag module's result (overall pass/warn/fail, tests, errors)."""
+    """gpu.dcgm_diag from the dcgm_diag module's result (overall pass/warn/fail, tests, errors).
+
+    A skipped CUDA plugin test (``DCGM_CUDA_TESTS``: DCGM 4 without its
+    datacenter-gpu-manager-4-cuda<major> package reports them Skip while
+    Deployment passes) fails even when the overall reads pass.
+    ``expected``: ``dcgm_allow_warn``, ``dcgm_level``, ``cuda_major`` (for
+    the package name; None: from the driver version when known).
+    """
     overall = dcgm.get('overall')
     allow_warn = expected.get('dcgm_allow_warn')
     allowed = ('pass', 'warn') if allow_warn else ('pass',)
-    ok = overall in allowed
-    failing = [test.get('name') for test in dcgm.get('tests') or [] if test.get('result') in ('fail', 'warn')
+    tests = dcgm.get('tests') or []
+    skipped = [test.get('name') for test in tests if test.get('result') == 'skip' and _test_key(test.get('name')) in DCGM_CUDA_TESTS]
+    ok = overall in allowed and not skipped
+    failing = [test.get('name') for test in tests if test.get('result') in ('fail', 'warn')
                and (test.get('result') == 'fail' or not allow_warn)]
     level = expected.get('dcgm_level')
     level = level if level is not None else '?'
+    if skipped:
+        major = expected.get('cuda_major')
+        package = 'datacenter-gpu-manager-4-cuda%s' % (major if major not in (None, '') else '<major>')
+        return new_result('gpu.dcgm_diag', 'node', 'skip', ' or '.join(allowed), False,
+                          'DCGM plugin missing: %s skipped; install the DCGM CUDA package (%s) (dcgmi diag -r %s overall %s)'
+                          % (', '.join(skipped), package, level, overall))
+    other = [test.get('name') for test in tests if test.get('result') == 'skip']
     return new_result('gpu.dcgm_diag', 'node', overall, ' or '.join(allowed), ok,
-                      'dcgmi diag -r %s: %s%s' % (level, overall, '' if ok else
-                                                  ' (%s); read dcgmi diag -r %s -v and follow its advice'
-                                                  % (', '.join(f for f in failing if f) or
-                                                     '; '.join(dcgm.get('errors') or []) or 'no report', level)))
+                      'dcgmi diag -r %s: %s%s%s' % (level, overall, ' (skipped: %s)' % ', '.join(other) if other and ok else '',
+                                                    '' if ok else
+                                                    ' (%s); read dcgmi diag -r %s -v and follow its advice'
+                                                    % (', '.join(f for f in failing if f) or
+                                                       '; '.join(dcgm.get('errors') or []) or 'no report', level)))
+
+
+_PROC_CGROUP_RE = re.compile(r'^/proc/(?P<pid>\d+)/cgroup:(?P<line>.*)$')
+
+
+def parse_proc_cgroups(text):
+    """pid (str) -> cgroup text from ``grep -H . /proc/<pid>/cgroup ...`` output (a PID that ended is absent)."""
+    found = {}
+    for raw in (text or '').splitlines():
+        match = _PROC_CGROUP_RE.match(raw.strip())
+        if match:
+            found.setdefault(match.group('pid'), []).append(match.group('line'))
+    return dict((pid, '\n'.join(lines)) for pid, lines in found.items())
+
+
+def xid_cursor(state):
+    """The ``xid_cursor`` kept on the node by the last check (``slurp`` of verify_gpu.state), or None."""
+    if not isinstance(state, dict) or state.get('failed') or not state.get('content'):
+        return None
+    try:
+        data = json.loads(base64.b64decode(state['content']).decode('utf-8'))
+    except (ValueError, TypeError, UnicodeDecodeError):
+        return None
+    cursor = data.get('xid_cursor') if isinstance(data, dict) else None
+    return cursor if isinstance(cursor, str) and cursor else None
+
+
+def cuda_major(info):
+    """The CUDA major version of gpu_info's ``cuda_version`` (``12.8`` -> ``12``), or None."""
+    version = str((info or {}).get('cuda_version') or '').strip()
+    major = version.split('.')[0]
+    return major if major.isdigit() else None
+
+
+def nvlink_read_summary(parsed):
+    """A compact record of one ``nvlink -e`` read for results.json: GPU index -> layout, links, non-zero error counters by link."""
+    summary = {}
+    for gpu in (parsed or {}).get('gpus') or []:
+        nonzero = {}
+        for link in gpu.get('links') or []:
+            errors = dict((key, value) for key, value in _link_errors(link).items() if value)
+            if errors:
+                nonzero[str(link.get('link'))] = errors
+        summary[str(gpu.get('index'))] = {'layout': gpu.get('layout'), 'links': len(gpu.get('links') or []), 'nonzero': nonzero}
+    return summary

@@ -50,10 +50,21 @@ def test_failing_diag_is_a_result_not_a_failure(run_module):
     assert any('uncorrectable memory error' in detail for detail in failing[0]['details'])
 
 
-def test_check_mode_still_runs(run_module):
-    result, calls = run_module(dcgm_diag, {'_ansible_check_mode': True, 'level': 2}, {'dcgmi': (0, _real_pass(), '')})
-    assert calls == [['/usr/bin/dcgmi', 'diag', '-r', '2', '-j']]
+def test_check_mode_runs_level_1_only(run_module):
+    result, calls = run_module(dcgm_diag, {'_ansible_check_mode': True, 'level': 1}, {'dcgmi': (0, _real_pass(), '')})
+    assert calls == [['/usr/bin/dcgmi', 'diag', '-r', '1', '-j']]
     assert result['changed'] is False and result['overall'] == 'pass'
+
+
+@pytest.mark.parametrize('level', [2, 3, 4])
+def test_check_mode_skips_the_loading_levels(run_module, level):
+    result, calls = run_module(dcgm_diag, {'_ansible_check_mode': True, 'level': level}, {'dcgmi': (0, _real_pass(), '')})
+    assert calls == [] and result['skipped'] is True and 'overall' not in result
+
+
+def test_level_4_runs(run_module):
+    dummy, calls = run_module(dcgm_diag, {'level': 4}, {'dcgmi': (0, _real_pass(), '')})
+    assert calls == [['/usr/bin/dcgmi', 'diag', '-r', '4', '-j']]
 
 
 def test_dcgmi_missing(run_module):
@@ -85,7 +96,7 @@ def test_empty_output_fails(run_module):
 
 
 @pytest.mark.parametrize('args, msg', [
-    ({'level': 4}, 'value of level must be one of'),
+    ({'level': 5}, 'value of level must be one of'),
     ({'gpu_ids': [-1]}, 'gpu_ids must be 0 or more'),
 ])
 def test_bad_options(run_module, args, msg):
