@@ -30,6 +30,7 @@ ARGUMENT_SPEC = dict(
     run=dict(type='dict', required=True),
     path=dict(type='path', required=True),
     reason_prefix=dict(type='str', default=vr.DRAIN_PREFIX),
+    max_drain_fraction=dict(type='float', default=0.1),
 )
 
 
@@ -40,6 +41,8 @@ def _problems(args):
         problems.append("nodes must be the non-empty list of the play's nodes")
     if not args['path']:
         problems.append('path must be the results.json path on the control node')
+    if not 0 < args['max_drain_fraction'] <= 1:
+        problems.append('max_drain_fraction must be above 0 and at most 1 (1: never trip), got %s' % args['max_drain_fraction'])
     if any(key not in args['run'] for key in RUN_KEYS):
         problems.append('run must have %s (got %s)' % (', '.join(RUN_KEYS), ', '.join(sorted(args['run'])) or 'nothing'))
     return problems
@@ -107,7 +110,8 @@ class ActionModule(ActionBase):
         try:
             doc, dummy, slurm_results = vd.run_gate(task_vars, slurm_nodes, {
                 'nodes': args['nodes'], 'first': answered[0] if answered else None, 'mode': mode,
-                'facts': args['facts'], 'slurm_names': args['slurm_names']},
+                'facts': args['facts'], 'slurm_names': args['slurm_names'],
+                'max_drain_fraction': args['max_drain_fraction']},
                 run, lambda actions: self._act(actions, prefix, task_vars))
         except ValueError as exc:
             raise AnsibleActionFail('verify_gate: %s' % to_native(exc))

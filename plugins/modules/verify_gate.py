@@ -74,6 +74,13 @@ options:
     description: The start of every drain reason this gate writes, and of the reasons it may resume.
     type: str
     default: "aicluster:"
+  max_drain_fraction:
+    description:
+      - The drain breaker. When more than this fraction of O(nodes) (and at least two) fail the same check, no node is drained
+        in this run; results.json records a failed cluster-level C(node.drain_breaker) result, so the verdict fails.
+      - Above 0, at most 1; V(1) never trips.
+    type: float
+    default: 0.1
 '''
 
 EXAMPLES = r'''
@@ -137,6 +144,7 @@ def main():
             nodes=dict(type='list', elements='str', required=True),
             answered=dict(type='list', elements='str'),
             mode=dict(type='str', choices=['drain', 'fail', 'report'], default='drain'),
+            max_drain_fraction=dict(type='float', default=0.1),
             slurm=dict(type='bool', default=True),
             slurm_names=dict(type='dict'),
             facts=dict(type='dict'),

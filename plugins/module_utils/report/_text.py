@@ -87,9 +87,20 @@ def hca_of(subject):
     return text.split(':', 1)[0].split(' ', 1)[0]
 
 
+CLUSTER = 'cluster'
+
+
 def node_results(doc):
-    """(node, result) for every result, nodes in natural order, results in document order."""
+    """(node, result) for every result, nodes in natural order, results in document order; then the cluster-level
+    results (a multi-node run, a version split, the drain breaker) as node ``cluster``."""
     nodes = doc.get('nodes') or {}
     for name in sort_nodes(nodes):
         for result in nodes[name].get('results') or []:
             yield name, result
+    for result in (doc.get('cluster') or {}).get('results') or []:
+        yield CLUSTER, result
+
+
+def has_cluster_result(doc, check):
+    """Whether results.json has a cluster-level result of ``check`` (documents before 2026-12 had none)."""
+    return any(result.get('check') == check for result in (doc.get('cluster') or {}).get('results') or [])

@@ -19,7 +19,7 @@ __metaclass__ = type
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS, higher_is_better
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
-    check_order, deviation, fmt, hca_of, hostlist, is_number, median, node_results, sort_nodes)
+    check_order, deviation, fmt, has_cluster_result, hca_of, hostlist, is_number, median, node_results, sort_nodes)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects, suspect_text
 
 
@@ -83,7 +83,7 @@ def failing_checks(doc):
             'message': result.get('message') or '', 'action': next_action(node, result, suspects),
         })
     multi = (doc.get('nccl') or {}).get('multi_node') or {}
-    if multi and multi.get('passed') is False:
+    if multi and multi.get('passed') is False and not has_cluster_result(doc, 'nccl.multi_node_busbw'):
         result = {'check': 'nccl.multi_node_busbw', 'subject': hostlist(multi.get('nodes') or []),
                   'measured': multi.get('busbw'), 'threshold': multi.get('threshold'), 'unit': 'GB/s'}
         rows.append({'node': 'fleet', 'check': result['check'], 'area': 'nccl', 'subject': result['subject'],
@@ -92,7 +92,7 @@ def failing_checks(doc):
                      'message': 'multi-node all_reduce busbw %s GB/s, threshold %s GB/s' % (
                          fmt(multi.get('busbw')), fmt(multi.get('threshold'))),
                      'action': next_action('fleet', result)})
-    rows.sort(key=lambda row: (row['node'] == 'fleet', hostlist_sort_key(row['node']), check_order(row['check']),
+    rows.sort(key=lambda row: (row['node'] in ('fleet', 'cluster'), hostlist_sort_key(row['node']), check_order(row['check']),
                                str(row['subject'])))
     return rows
 

@@ -326,8 +326,10 @@ def html_report(doc, comparison=None):
                _e(run.get('inventory', '?')), _e(run.get('collection_version', '?')), _e(run.get('started', '?')),
                _e(run.get('finished', '?')), _e(run.get('mode', '?'))),
            '<div class="counts"><span>%s nodes</span><span>%s passed</span><span>%s failed</span><span>%s drained</span>'
-           '<span>%s resumed</span></div></header>' % tuple(
-               _e(summary.get(key, '?')) for key in ('nodes', 'passed', 'failed', 'drained', 'resumed')),
+           '<span>%s resumed</span>%s</div></header>' % (tuple(
+               _e(summary.get(key, '?')) for key in ('nodes', 'passed', 'failed', 'drained', 'resumed')) + (
+               '<span>%s cluster-level failures (no node drained)</span>' % _e(summary['cluster_failed'])
+               if summary.get('cluster_failed') else '',)),
            '<nav>%s</nav><main>' % ''.join('<a href="#%s">%s</a>' % (anchor, title) for anchor, title in sections)]
     if comparison is not None:
         out += _section_comparison(comparison)

@@ -14,7 +14,9 @@ import datetime
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
-from ansible_collections.aicluster.infra.plugins.module_utils.report._text import check_order, fmt, hostlist, is_number, node_results
+from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
+    check_order, fmt, has_cluster_result, hostlist, is_number, node_results,
+)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import next_action
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects
 
@@ -46,7 +48,7 @@ def junit_xml(doc):
         area = result.get('area') or (CHECKS[result['check']].area if result.get('check') in CHECKS else 'other')
         cases.setdefault(area, {}).setdefault((node, result.get('check')), []).append(result)
     multi = (doc.get('nccl') or {}).get('multi_node') or {}
-    if is_number(multi.get('busbw')):
+    if is_number(multi.get('busbw')) and not has_cluster_result(doc, 'nccl.multi_node_busbw'):
         cases.setdefault('nccl', {})[('fleet', 'nccl.multi_node_busbw')] = [{
             'check': 'nccl.multi_node_busbw', 'subject': hostlist(multi.get('nodes') or []), 'measured': multi['busbw'],
             'threshold': multi.get('threshold'), 'unit': 'GB/s', 'passed': bool(multi.get('passed')),

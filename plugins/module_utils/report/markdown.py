@@ -67,9 +67,10 @@ def summary_markdown(doc, comparison=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
     out = ['# Acceptance test report: %s' % (run.get('inventory') or 'cluster'), '']
-    out.append('**Verdict: %s** (%s of %s nodes passed, %s failed, %s drained)' % (
+    out.append('**Verdict: %s** (%s of %s nodes passed, %s failed, %s drained%s)' % (
         summary.get('verdict', '?'), summary.get('passed', '?'), summary.get('nodes', '?'), summary.get('failed', '?'),
-        summary.get('drained', '?')))
+        summary.get('drained', '?'), '; %s cluster-level failures, for which no node is drained' % summary['cluster_failed']
+        if summary.get('cluster_failed') else ''))
     out += ['', '| | |', '|---|---|',
             '| Run | %s to %s |' % (_md(run.get('started', '?')), _md(run.get('finished', '?'))),
             '| Inventory | %s |' % _md(run.get('inventory', '?')),

@@ -45,20 +45,37 @@ def _uniform_message(subject, what, value, reference, distinct, expected, fix):
         subject, what, value, 'fleet' if expected in (None, '') else 'expected value', reference, fix)
 
 
-def uniform(check, subject, values_by_node, what, fix, expected=None):
+def uniform(check, subject, values_by_node, what, fix, expected=None, cluster=None):
     """Odd ones out: each node's value against ``expected`` or the fleet's majority value.
 
     ``values_by_node``: node -> value (None: unknown, reported as failed).
-    Returns node -> [result].
+    Returns node -> [result]. ``cluster``: a list; when given, a fleet with no
+    majority and no ``expected`` pin (a tie, such as the midpoint of a rolling
+    upgrade) is one failed cluster-level result appended there, and each node's
+    known value passes: no node is the odd one out, so none is drained for it.
+    Without ``cluster`` a tie fails every node.
     """
     known = [value for value in values_by_node.values() if value is not None]
     reference = expected if expected not in (None, '') else most_common(known)
     distinct = sorted(set(str(value) for value in known))
+    tie = reference is None and len(distinct) > 1 and cluster is not None
     out = {}
     for node, value in sorted(values_by_node.items()):
+        if tie and value is not None:
+            out.setdefault(node, []).append(new_result(
+                check, subject, value, distinct, True,
+                '%s %s is %s; the fleet is split with no majority (%s): reported at cluster level, not drained'
+                % (subject, what, value, ', '.join(distinct))))
+            continue
         passed, message = _uniform_message(subject, what, value, reference, distinct, expected, fix)
         out.setdefault(node, []).append(new_result(check, subject, value, reference if reference is not None else distinct,
                                                    passed, message))
+    if tie:
+        counts = dict((text, [node for node, value in sorted(values_by_node.items()) if str(value) == text]) for text in distinct)
+        cluster.append(new_result(
+            check, 'cluster', distinct, 'one %s' % what, False,
+            '%s %s split with no majority: %s; %s, or pin the expected value' % (
+                subject, what, '; '.join('%s on %d nodes' % (text, len(counts[text])) for text in distinct), fix)))
     return out
 
 

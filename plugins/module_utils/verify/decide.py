@@ -92,7 +92,7 @@ def nccl(observations, expected):
 def nccl_multi_node(outcome, run, expected):
     """Area nccl, across nodes: the single-node outcome completed with the multi-node run's result."""
     multi = _nccl.decide_nccl_multi_node(run, dict(expected, model=outcome.get('model')))
-    return dict(outcome, fleet=multi['fleet'], multi_node=multi['summary'])
+    return dict(outcome, cluster=multi['cluster'], multi_node=multi['summary'])
 
 
 def ready_nodes(variables, slurm_nodes, nodes):

@@ -66,7 +66,8 @@ def document(plan, run, slurm_results=None):
     run = dict(run, checks=checks_ran(outcomes, plan.get('first')), parameters=parameters(outcomes))
     fabric = (outcomes.get('fabric') or {}).get('summary')
     perftest = (outcomes.get('perftest') or {}).get('summary')
-    doc = {'schema': vr.SCHEMA, 'run': run, 'summary': vr.summarize(nodes), 'nodes': nodes,
+    cluster = vr.cluster_section(list(plan.get('cluster') or []))
+    doc = {'schema': vr.SCHEMA, 'run': run, 'summary': vr.summarize(nodes, cluster), 'cluster': cluster, 'nodes': nodes,
            'fabric': fabric or {'links': [], 'degraded': []}, 'perftest': perftest or {'rounds': [], 'pairs': []},
            'nccl': _nccl_section(outcomes)}
     problems = vr.validate_results(doc)
@@ -86,12 +87,16 @@ def table(doc):
         if len(failed) > 4:
             detail += '; +%d more' % (len(failed) - 4)
         rows.append((node, 'PASS' if data['passed'] else 'FAIL', slurm, detail or '-'))
+    for result in (doc.get('cluster') or {}).get('results') or []:
+        if not result['passed']:
+            rows.append(('cluster', 'FAIL', '-', '%s: %s' % (result['check'], result['message'])))
     widths = [max(len(str(row[i])) for row in rows) for i in range(3)]
     lines = ['%-*s  %-*s  %-*s  %s' % (widths[0], r[0], widths[1], r[1], widths[2], r[2], r[3]) for r in rows]
     summary = doc['summary']
-    lines.append('verdict %s: %d nodes, %d passed, %d failed, %d drained, %d resumed' % (
+    lines.append('verdict %s: %d nodes, %d passed, %d failed, %d drained, %d resumed%s' % (
         summary['verdict'], summary['nodes'], summary['passed'], summary['failed'], summary['drained'],
-        summary['resumed']))
+        summary['resumed'], ', %d cluster-level failures (no node drained for them)' % summary['cluster_failed']
+        if summary.get('cluster_failed') else ''))
     return lines
 
 
@@ -99,7 +104,7 @@ def plan_gate(variables, slurm_nodes, expected):
     """The gate's decision: ``variables`` (a host's variables holding the outcome facts of ``gate.OUTCOME_FACTS``),
     ``slurm_nodes`` (scontrol entries; None: no Slurm) and
     ``expected``: ``nodes`` (every node of the play, reachable or not, in order), ``facts`` (node -> {os, kernel}
-    of the nodes that answered), ``mode``, ``slurm_names``. Returns the plan ``document`` takes, with ``ready``:
+    of the nodes that answered), ``mode``, ``slurm_names``, ``max_drain_fraction`` (the breaker; None: off). Returns the plan ``document`` takes, with ``ready``:
     the nodes that pass and Slurm has in service."""
     outcomes = gate.outcomes_of(variables)
     nodes = list(expected.get('nodes') or [])
@@ -108,11 +113,17 @@ def plan_gate(variables, slurm_nodes, expected):
         (node, versions(facts.get(node), gate.raw_of(node, outcomes))) for node in nodes))
     first = expected.get('first') or (nodes[0] if nodes else None)
     actions = None
+    max_fraction = expected.get('max_drain_fraction')
+    tripped = gate.breaker(collected, max_fraction)
     if slurm_nodes is not None:
         actions = gate.plan(collected, slurm_nodes, expected.get('mode') or 'drain', expected.get('slurm_names'),
-                            ran=checks_ran(outcomes, first))
-    return {'nodes': collected, 'actions': actions, 'outcomes': outcomes, 'first': first,
-            'ready': gate.ready(nodes, outcomes, slurm_nodes)}
+                            ran=checks_ran(outcomes, first), max_fraction=max_fraction)
+    cluster = gate.cluster_results(outcomes)
+    tripped_result = gate.breaker_result(tripped, len(collected))
+    if tripped_result is not None:
+        cluster.append(tripped_result)
+    return {'nodes': collected, 'actions': actions, 'outcomes': outcomes, 'first': first, 'cluster': cluster,
+            'breaker': tripped, 'ready': gate.ready(nodes, outcomes, slurm_nodes)}
 
 
 def run_gate(variables, slurm_nodes, expected, run, act=None):

@@ -75,6 +75,15 @@ def results_by_node(nodes, outcomes):
     return out
 
 
+def cluster_results(outcomes):
+    """The cluster-level results of every outcome (its optional ``cluster`` list), in ``OUTCOMES`` order: what
+    belongs to no single node fails the acceptance verdict and never drains anyone."""
+    out = []
+    for dummy, outcome in _present(outcomes):
+        out.extend(outcome.get('cluster') or [])
+    return out
+
+
 def raw_of(node, outcomes):
     """results.json ``nodes.<node>.raw``: what the node's tools reported, per outcome that has it."""
     present = dict(_present(outcomes))
@@ -153,7 +162,36 @@ def _action(data, entry, name, mode, prefix, ran=None):
     return action
 
 
-def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX, ran=None):
+def breaker(nodes, max_fraction):
+    """The circuit breaker: the checks that more than ``max_fraction`` of the nodes (and at least two) fail.
+
+    A fault shared by that many nodes is not a node fault (a bad image, a switch, a wrong threshold, an
+    upgrade half done): draining them all would take the fleet down for one cause. Returns
+    ``{'tripped', 'max_fraction', 'checks': {check: [nodes]}}``; ``max_fraction`` None or >= 1 never trips.
+    """
+    failing = {}
+    for node, data in sorted(nodes.items()):
+        for check in sorted(set(r['check'] for r in data.get('results') or [] if not r.get('passed'))):
+            failing.setdefault(check, []).append(node)
+    limit = None if max_fraction in (None, '') or float(max_fraction) >= 1 else float(max_fraction) * len(nodes)
+    over = dict((check, found) for check, found in failing.items()
+                if limit is not None and len(found) >= 2 and len(found) > limit)
+    return {'tripped': bool(over), 'max_fraction': max_fraction, 'checks': over}
+
+
+def breaker_result(tripped, total):
+    """The cluster-level result that says the breaker tripped (None when it did not)."""
+    if not tripped['tripped']:
+        return None
+    parts = ['%s on %d of %d nodes' % (check, len(found), total) for check, found in sorted(tripped['checks'].items())]
+    return vr.new_result('node.drain_breaker', 'cluster', len(max(tripped['checks'].values(), key=len)),
+                         '%s of %d nodes' % (tripped['max_fraction'], total), False,
+                         'the drain breaker tripped (%s; verify_gate_max_drain_fraction %s): a failure that wide is a '
+                         'cluster problem, not a node fault, so no node was drained; fix the common cause, or raise the '
+                         'fraction if these nodes really are bad' % ('; '.join(parts), tripped['max_fraction']))
+
+
+def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX, ran=None, max_fraction=None):
     """What the gate does in Slurm: node -> {action, reason, slurm_name, state, reason_before, note}.
 
     ``nodes``: results.json nodes (``passed``, ``results``). ``slurm_nodes``:
@@ -165,12 +203,18 @@ def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX, ran
     areas this run checked (None: all); a node is only resumed when every check
     its drain reason names was made again (a subset run, such as
     ``--tags verify_ib,verify_gate``, never resumes a node drained for a GPU fault).
+    ``max_fraction``: the circuit breaker (see ``breaker``); when it trips no node is drained (resumes still happen).
     """
     by_name = dict((entry.get('NodeName'), entry) for entry in slurm_nodes or [])
+    tripped = breaker(nodes, max_fraction)
     out = {}
     for node, data in sorted(nodes.items()):
         name = (slurm_names or {}).get(node) or node
         out[node] = _action(data, by_name.get(name), name, mode, prefix, ran)
+        if tripped['tripped'] and out[node]['action'] == 'drain':
+            out[node].update(action='none', reason=None,
+                             note='fails, but the drain breaker tripped (%s): not drained'
+                             % ', '.join(sorted(tripped['checks'])))
     return out
 
 

@@ -101,7 +101,7 @@ def evaluate_ib(ib_info, expected):
     return results
 
 
-def _fleet_rates(name, holders, port_number):
+def _fleet_rates(name, holders, port_number, cluster=None):
     values = {}
     for node, info in holders.items():
         ca = next((c for c in (info or {}).get('hcas') or [] if c.get('name') == name), None)
@@ -109,20 +109,21 @@ def _fleet_rates(name, holders, port_number):
         if port is not None and port.get('state') == 'Active':
             values[node] = port.get('rate_gbps')
     out = uniform('ib.port_rate', '%s:%d' % (name, port_number), values, 'rate (Gb/s)',
-                  'reseat or replace the cable (a lower rate is a degraded link)')
+                  'reseat or replace the cable (a lower rate is a degraded link)', cluster=cluster)
     for results in out.values():
         for result in results:
             result['unit'] = 'Gb/s'
     return out
 
 
-def evaluate_ib_fleet(ib_infos, expected):
+def evaluate_ib_fleet(ib_infos, expected, cluster=None):
     """ib.firmware_uniform, ib.ofed_uniform and (without an expected rate) ib.port_rate, fleet-wide.
 
     ``ib_infos``: node -> ib_info facts (None: not read). ``expected``: as
     ``evaluate_ib`` plus ``firmware`` (HCA name -> version, or one version
     for all; empty: the fleet's majority), ``ofed`` (empty: majority) and
-    ``fleet_checks``. Returns node -> [results].
+    ``fleet_checks``. Returns node -> [results]. ``cluster``: a list that
+    receives the cluster-level results (a split with no majority and no pin).
     """
     checks = expected.get('fleet_checks') or ['ib.firmware_uniform', 'ib.ofed_uniform', 'ib.port_rate']
     port_number = int(expected.get('port') or 1)
@@ -141,13 +142,13 @@ def evaluate_ib_fleet(ib_infos, expected):
                     values[node] = ca.get('firmware_version')
             wanted = firmware_expected.get(name) if isinstance(firmware_expected, dict) else firmware_expected
             merge(out, uniform('ib.firmware_uniform', name, values, 'firmware',
-                               'flash the same firmware on every node (mlxfwmanager)', wanted))
+                               'flash the same firmware on every node (mlxfwmanager)', wanted, cluster=cluster))
         if 'ib.port_rate' in checks and expected.get('rate_gbps') in (None, '', 0):
-            merge(out, _fleet_rates(name, holders, port_number))
+            merge(out, _fleet_rates(name, holders, port_number, cluster))
     if 'ib.ofed_uniform' in checks:
         values = dict((node, (info or {}).get('ofed_version') or 'inbox') for node, info in ib_infos.items())
         merge(out, uniform('ib.ofed_uniform', 'node', values, 'OFED', 'install the same DOCA-OFED/MLNX_OFED release',
-                           expected.get('ofed') or None))
+                           expected.get('ofed') or None, cluster=cluster))
     return out
 
 
@@ -187,11 +188,11 @@ def decide_ib(observations, expected):
         raw[node], infos[node] = {'ib_info': adapters}, adapters
         checked[node] = checked_hcas(info, expected.get('hcas'), expected.get('link_layer'))
         identity[node] = identity_of(info)
-    fleet = {}
+    fleet, cluster = {}, []
     if uniform_enabled:
         fleet_expected = dict(node_expected, firmware=expected.get('firmware'), ofed=expected.get('ofed'),
                               fleet_checks=['ib.firmware_uniform', 'ib.ofed_uniform'] + (['ib.port_rate'] if ports else []))
-        fleet = evaluate_ib_fleet(infos, fleet_expected)
+        fleet = evaluate_ib_fleet(infos, fleet_expected, cluster)
     readable = dict((node, (observations.get(node) or {}).get('ib_info')) for node in identity)
     reads = plan_reads(readable, checked, expected.get('port') or 1, expected.get('fabric_host') or None)
-    return {'nodes': nodes, 'fleet': fleet, 'raw': raw, 'checked': checked, 'identity': identity, 'fabric_reads': reads}
+    return {'nodes': nodes, 'fleet': fleet, 'cluster': cluster, 'raw': raw, 'checked': checked, 'identity': identity, 'fabric_reads': reads}

@@ -12,6 +12,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import re
+
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, parse_once, ran
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
@@ -141,41 +143,126 @@ def decide_nccl(observations, expected):
             'model': (raw[order[0]].get('model') or '') if order else ''}
 
 
-def evaluate_multi_node(parsed, limit, nodes, large_bytes=1 << 30, launch_error=None):
-    """nccl.multi_node_busbw for every node of a multi-node run: node -> [result], and the figures.
+_NETWORK_RE = re.compile(r'NCCL INFO (?:Using network|NET/)\s*(?P<net>[A-Za-z]+)')
 
+
+def networks(stdout):
+    """The transports NCCL says it uses (``NCCL INFO Using network IB``, ``NET/Socket``), with NCCL_DEBUG=INFO."""
+    found = []
+    for match in _NETWORK_RE.finditer(stdout or ''):
+        if match.group('net') not in found:
+            found.append(match.group('net'))
+    return found
+
+
+def launch_result(parsed, launched, stdout=''):
+    """nccl.multi_node_launch: one job over every launched node and GPU, on the RDMA network.
+
+    Without PMI wiring, srun starts each task as its own single-rank (or single-node) job: the output then
+    holds several tables, repeated rank numbers and fewer ranks per run than were launched. ``launched``:
+    ``nodes`` (names), ``ranks`` (total GPUs = ranks x GPUs per rank). None when nothing was launched.
+    """
+    ranks = (parsed or {}).get('ranks') or []
+    numbers = [rank.get('rank') for rank in ranks]
+    hosts = sorted(set(rank.get('host') for rank in ranks if rank.get('host')))
+    nodes = list(launched.get('nodes') or [])
+    want = int(launched.get('ranks') or 0)
+    problems = []
+    if sorted(numbers) != list(range(want)):
+        runs = numbers.count(0)
+        problems.append('%d rank lines (ranks %s) where one job of %d ranks was launched%s' % (
+            len(numbers), _span(numbers), want,
+            ': %d separate runs, so the tasks did not join one job (no PMI: use --mpi=pmix and nccl-tests built with MPI=1)'
+            % runs if runs > 1 else ''))
+    short = [node for node in nodes if node not in hosts and node.split('.')[0] not in [h.split('.')[0] for h in hosts]]
+    if short:
+        problems.append('no rank on %s' % ', '.join(short))
+    transports = networks(stdout)
+    if 'Socket' in transports:
+        problems.append('NCCL fell back to sockets (NCCL INFO Using network Socket): check NCCL_IB_HCA and the RDMA stack')
+    measured = '%d ranks on %d hosts' % (len(numbers), len(hosts))
+    threshold = '%d ranks on %d hosts' % (want, len(nodes))
+    return new_result('nccl.multi_node_launch', 'cluster', measured, threshold, not problems,
+                      'one job of %s%s' % (threshold, ', network %s' % '/'.join(transports) if transports else '')
+                      if not problems else 'the multi-node run is not one job over the launched nodes: %s'
+                      % '; '.join(problems))
+
+
+def _span(numbers):
+    if not numbers:
+        return 'none'
+    return '%s-%s' % (min(numbers), max(numbers)) if len(set(numbers)) == len(numbers) else \
+        '%s, repeated' % ','.join(str(n) for n in sorted(set(numbers)))
+
+
+def evaluate_multi_node(parsed, limit, nodes, large_bytes=1 << 30, launch_error=None, launched=None, stdout=''):
+    """The multi-node run's cluster-level results (``nccl.multi_node_launch`` when ``launched`` is given, and
+    ``nccl.multi_node_busbw``) and its figures.
+
+    A multi-node run is a property of the set of nodes, not of one node: its failure fails the acceptance
+    verdict and drains nobody (the per-node checks and perftest pairs localise a culprit).
     ``launch_error``: why the launcher (srun, mpirun) gave no result, e.g. its
     last stderr line; it comes first among the errors, so the message says why.
     """
     busbw, wrong, errors = measure(parsed, large_bytes)
     if launch_error:
         errors = [launch_error] + errors
-    ok = busbw is not None and limit is not None and busbw >= float(limit) and wrong == 0 and not errors
+    cluster = []
+    if launched is not None and not launch_error:
+        cluster.append(launch_result(parsed, launched, stdout))
+    one_job = all(result['passed'] for result in cluster)
+    ok = busbw is not None and limit is not None and busbw >= float(limit) and wrong == 0 and not errors and one_job
     message = '%d-node all_reduce busbw %s GB/s %s %s GB/s%s' % (
         len(nodes), fmt(busbw) if busbw is not None else 'none', '>=' if ok else 'vs',
         fmt(float(limit)) if limit is not None else 'no threshold',
         '' if ok else '; %s' % (errors[0] if errors else '#wrong %d' % wrong if wrong else
+                                'not one job over the nodes (see nccl.multi_node_launch)' if not one_job else
                                 'check the per-node perftest results and NCCL_IB_HCA'))
-    out = dict((node, [new_result('nccl.multi_node_busbw', 'cluster', busbw, limit, ok, message, unit='GB/s')])
-               for node in nodes)
-    return {'nodes': out, 'summary': {'nodes': list(nodes), 'busbw': busbw, 'wrong': wrong, 'threshold': limit,
-                                      'passed': ok, 'errors': errors}}
+    cluster.append(new_result('nccl.multi_node_busbw', 'cluster', busbw, limit, ok, message, unit='GB/s',
+                              nodes=list(nodes)))
+    return {'cluster': cluster, 'summary': {'nodes': list(nodes), 'busbw': busbw, 'wrong': wrong, 'threshold': limit,
+                                            'passed': ok, 'errors': errors}}
+
+
+def network_limit(ib_outcome, participants, fraction):
+    """The multi-node busbw bar from the network: ``fraction`` x the GPU-fabric bandwidth of a node (its checked
+    HCAs' port rates / 8, in GB/s; the best participant, i.e. the design), or None when the ib outcome is absent."""
+    if not ib_outcome or fraction in (None, '', 0):
+        return None
+    raw, checked = ib_outcome.get('raw') or {}, ib_outcome.get('checked') or {}
+    totals = []
+    for node in participants:
+        hcas = dict((hca.get('name'), hca) for hca in (((raw.get(node) or {}).get('ib_info') or {}).get('hcas') or []))
+        rate = 0.0
+        for name in checked.get(node) or []:
+            ports = (hcas.get(name) or {}).get('ports') or []
+            rate += max([float(port.get('rate_gbps') or 0) for port in ports] or [0])
+        if rate:
+            totals.append(rate / 8.0)
+    return round(float(fraction) * max(totals), 2) if totals else None
 
 
 def decide_nccl_multi_node(run, expected):
     """The multi-node decision: ``run`` the registered srun command (skipped: no run), ``expected``:
-    ``participants``, ``busbw_table``, ``busbw_min_gbs``, ``model``, ``large_bytes`` and ``slurm_error`` (why Slurm
-    could not be read, or empty). Returns ``{'fleet', 'summary'}``."""
+    ``participants``, ``busbw_table``, ``busbw_min_gbs``, ``model``, ``large_bytes``, ``slurm_error`` (why Slurm
+    could not be read, or empty), ``ranks`` (GPUs launched in all), ``network_fraction`` and ``ib_outcome`` (the
+    verify_ib outcome: the bar is then the fraction of the nodes' GPU-fabric bandwidth). Returns
+    ``{'cluster', 'summary'}``: cluster-level results that fail the verdict and drain nobody."""
     participants = list(expected.get('participants') or [])
     if not ran(run):
         why = ('Slurm unreachable: %s' % expected['slurm_error']) if expected.get('slurm_error') is not None else \
             'fewer than two nodes passed and are in service'
-        return {'fleet': {}, 'summary': {'nodes': participants, 'passed': None, 'skipped': why}}
-    limit = threshold(expected.get('busbw_table'), expected.get('model') or '', expected.get('busbw_min_gbs'))
+        return {'cluster': [], 'summary': {'nodes': participants, 'passed': None, 'skipped': why}}
+    limit = None
+    if expected.get('busbw_min_gbs') in (None, '', 0, '0'):
+        limit = network_limit(expected.get('ib_outcome'), participants, expected.get('network_fraction'))
+    if limit is None:
+        limit = threshold(expected.get('busbw_table'), expected.get('model') or '', expected.get('busbw_min_gbs'))
     launch_error = ''
     if (run.get('rc') or 0) != 0:
         said = [line for line in (run.get('stderr') or '').splitlines() if line]
         launch_error = 'srun exited %s: %s' % (run.get('rc'), said[-1] if said else 'no message')
+    launched = {'nodes': participants, 'ranks': expected['ranks']} if expected.get('ranks') else None
     evaluated = evaluate_multi_node(parse(run.get('stdout')), limit, participants, expected.get('large_bytes') or 1 << 30,
-                                    launch_error)
-    return {'fleet': evaluated['nodes'], 'summary': evaluated['summary']}
+                                    launch_error, launched, run.get('stdout') or '')
+    return evaluated

@@ -57,15 +57,24 @@ def drain_reason(failed_results, limit=256):
     return reason if len(reason) <= limit else reason[:limit - 3] + '...'
 
 
-def summarize(nodes):
-    """Counts for the verdict: nodes, passed, failed, drained, resumed."""
-    summary = {'nodes': len(nodes), 'passed': 0, 'failed': 0, 'drained': 0, 'resumed': 0}
+def summarize(nodes, cluster=None):
+    """Counts for the verdict: nodes, passed, failed, drained, resumed, and cluster_failed (the failed
+    cluster-level results: they fail the verdict and drain nobody)."""
+    summary = {'nodes': len(nodes), 'passed': 0, 'failed': 0, 'drained': 0, 'resumed': 0,
+               'cluster_failed': len([r for r in ((cluster or {}).get('results') or []) if not r.get('passed')])}
     for node in nodes.values():
         summary['passed' if node.get('passed') else 'failed'] += 1
         summary['drained'] += 1 if node.get('drained') else 0
         summary['resumed'] += 1 if node.get('resumed') else 0
-    summary['verdict'] = 'PASS' if summary['failed'] == 0 and summary['nodes'] > 0 else 'FAIL'
+    summary['verdict'] = 'PASS' if summary['failed'] == 0 and summary['cluster_failed'] == 0 and summary['nodes'] > 0 else 'FAIL'
     return summary
+
+
+def cluster_section(results):
+    """results.json ``cluster``: the results that belong to no single node (a multi-node run, a version tie,
+    a spine link, a breaker that tripped)."""
+    results = list(results or [])
+    return {'passed': all(r.get('passed') for r in results), 'results': results}
 
 
 def _problems_in_result(where, result):
@@ -99,6 +108,18 @@ def validate_results(doc):
                 problems.append('run: missing %r' % key)
         if run.get('mode') not in MODES:
             problems.append('run.mode must be one of %s' % ', '.join(MODES))
+    cluster = doc.get('cluster', {'passed': True, 'results': []})
+    if not isinstance(cluster, dict) or not isinstance(cluster.get('results'), list):
+        problems.append('cluster: not an object with a results list')
+        cluster = None
+    else:
+        for index, result in enumerate(cluster['results']):
+            if not isinstance(result, dict):
+                problems.append('cluster.results[%d]: not an object' % index)
+                continue
+            problems.extend(_problems_in_result('cluster.results[%d]' % index, result))
+        if cluster.get('passed') is not all(r.get('passed') for r in cluster['results'] if isinstance(r, dict)):
+            problems.append('cluster.passed does not match its results')
     nodes = doc.get('nodes')
     if not isinstance(nodes, dict):
         return problems + ['nodes: missing or not an object']
@@ -119,6 +140,9 @@ def validate_results(doc):
         if node.get('passed') is not expected:
             problems.append('nodes.%s.passed is %r but its results say %r' % (name, node.get('passed'), expected))
     summary = doc.get('summary')
-    if isinstance(summary, dict) and summary != summarize(nodes):
-        problems.append('summary does not match the nodes (expected %r)' % (summarize(nodes),))
+    expected = summarize(nodes, cluster)
+    if isinstance(summary, dict) and 'cluster_failed' not in summary and not expected['cluster_failed']:
+        expected.pop('cluster_failed')  # written before cluster-level results existed
+    if isinstance(summary, dict) and summary != expected:
+        problems.append('summary does not match the nodes and cluster results (expected %r)' % (expected,))
     return problems

@@ -70,13 +70,13 @@ def test_single_node_busbw_faults_and_exit(tmp_path, name, collective, scenario)
 def test_multi_node_slurm_rank0_prints_all_ranks_others_nothing(tmp_path):
     lab = make_lab(tmp_path, 'hgx-h100-ib')
     slurm = {'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
-    status, out, _err = run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, SLURM_PROCID='0', SLURM_LOCALID='0', **slurm)
+    status, out, _err = run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, SLURM_PROCID='0', SLURM_LOCALID='0', PMIX_RANK='0', **slurm)
     parsed = parse_nccl_tests(out)
     assert status == 0 and [rank['rank'] for rank in parsed['ranks']] == list(range(16))
     assert [rank['host'] for rank in parsed['ranks']] == ['gpu01'] * 8 + ['gpu02'] * 8
     # 16 ranks over 2 hosts: the fabric (8 x 400 Gb/s x 0.97 / 8 = 388 GB/s) bounds the 460 GB/s of NVLink.
     assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 388.0)
-    assert run(lab, 'gpu02', ['all_reduce_perf'] + ARGS, SLURM_PROCID='1', SLURM_LOCALID='0', **slurm)[:2] == (0, '')
+    assert run(lab, 'gpu02', ['all_reduce_perf'] + ARGS, SLURM_PROCID='1', SLURM_LOCALID='0', PMIX_RANK='1', **slurm)[:2] == (0, '')
     # One process per GPU under mpirun: 16 processes, hosts from HWSIM_NCCL_HOSTS.
     mpi = {'OMPI_COMM_WORLD_SIZE': '16', 'HWSIM_NCCL_HOSTS': 'gpu01,gpu02'}
     status, out, _err = run(lab, 'gpu01', ['all_gather_perf', '-b', '1G', '-e', '8G', '-f', '2'], OMPI_COMM_WORLD_RANK='0', **mpi)
@@ -85,9 +85,25 @@ def test_multi_node_slurm_rank0_prints_all_ranks_others_nothing(tmp_path):
     assert run(lab, 'gpu02', ['all_gather_perf'], OMPI_COMM_WORLD_RANK='9', **mpi)[:2] == (0, '')
 
 
+def test_srun_without_pmi_runs_each_task_alone(tmp_path):
+    """srun with no PMI plugin: each task of an MPI build is a singleton and prints its own one-node table (the
+    field condition behind nccl.multi_node_launch); with --mpi=pmi2 (PMI_RANK) the same launch is one job."""
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    slurm = {'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
+    outs = [run(lab, host, ['all_reduce_perf'] + ARGS, SLURM_PROCID=str(number), SLURM_LOCALID='0', **slurm)
+            for number, host in enumerate(['gpu01', 'gpu02'])]
+    assert [status for status, _out, _err in outs] == [0, 0]
+    parsed = parse_nccl_tests(outs[0][1] + outs[1][1])
+    assert [rank['rank'] for rank in parsed['ranks']] == list(range(8)) * 2
+    assert sorted(set(rank['host'] for rank in parsed['ranks'])) == ['gpu01', 'gpu02']
+    assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 460)  # NVLink inside each node: looks like a good run
+    wired = run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, SLURM_PROCID='0', PMI_RANK='0', PMI_SIZE='2', **slurm)[1]
+    assert [rank['host'] for rank in parse_nccl_tests(wired)['ranks']] == ['gpu01'] * 8 + ['gpu02'] * 8
+
+
 def test_multi_node_slow_host_port_down_and_hca_bw_low(tmp_path):
     lab = make_lab(tmp_path, 'hgx-h100-ib')
-    slurm = {'SLURM_PROCID': '0', 'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
+    slurm = {'SLURM_PROCID': '0', 'PMIX_RANK': '0', 'SLURM_NTASKS': '2', 'SLURM_JOB_NODELIST': 'gpu[01-02]'}
     assert lab.run('gpu02', ['hwsim', 'fault', 'port-down', 'mlx5_3'])[0] == 0
     parsed = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, **slurm)[1])
     assert close(row_at(parsed, EIGHT_GB)['oop_busbw'], 7 * 400 * 0.97 / 8)
@@ -145,7 +161,7 @@ def _shape(text):
 def test_header_structure_matches_the_real_2_13_capture(tmp_path):
     real = real_fixture('nccl-tests/gcp-a3mega-2node-16xh100-tcpxo-allreduce.txt')
     lab = make_lab(tmp_path, 'hgx-h100-ib')
-    ours = run(lab, 'gpu01', ['all_reduce_perf', '-b', '8', '-e', '8G', '-f', '2', '-g', '1'], SLURM_PROCID='0', SLURM_NTASKS='16',
+    ours = run(lab, 'gpu01', ['all_reduce_perf', '-b', '8', '-e', '8G', '-f', '2', '-g', '1'], SLURM_PROCID='0', PMIX_RANK='0', SLURM_NTASKS='16',
                SLURM_JOB_NODELIST='gpu[01-02]')[1]
     assert _shape(ours) == _shape(real)
     real_table = [line for line in real.splitlines() if line.startswith('#') and 'size' in line or 'out-of-place' in line]

@@ -7,10 +7,12 @@ the parameter line, "# Using devices" with one ``#  Rank`` line per rank, the
 three-line table header, one row per size, "Out of bounds values", "Avg bus
 bandwidth" and "Collective test concluded".
 
-Launched under mpirun/srun (OMPI_COMM_WORLD_*, SLURM_PROCID/SLURM_NTASKS/
-SLURM_JOB_NODELIST, PMI_RANK/PMI_SIZE) the run spans several hosts: as with
-real nccl-tests built with MPI, only rank 0 prints, and it lists the ranks of
-every host.  Host names come from SLURM_JOB_NODELIST (Slurm hostlist syntax)
+Launched under mpirun (OMPI_COMM_WORLD_*) or srun with a PMI plugin
+(``--mpi=pmix``: PMIX_RANK; ``--mpi=pmi2``: PMI_RANK/PMI_SIZE; hosts from
+SLURM_JOB_NODELIST) the run spans several hosts: as with real nccl-tests built
+with MPI, only rank 0 prints, and it lists the ranks of every host. srun
+without PMI (SLURM_PROCID alone) starts independent single-process runs, each
+printing its own table, as real MPI singletons do.  Host names come from SLURM_JOB_NODELIST (Slurm hostlist syntax)
 or $HWSIM_NCCL_HOSTS (``gpu01,gpu02``, for mpirun and PMI launches).
 
 Bus bandwidth: busbw(size) = size x factor / (t0 + size x factor / peak), where
@@ -125,13 +127,23 @@ def _expand_part(part):
     return names
 
 
+def wired(environ):
+    """Whether MPI can join the processes into one job: mpirun's environment, or srun with a PMI plugin
+    (``--mpi=pmix`` sets PMIX_RANK, ``--mpi=pmi2`` PMI_RANK). srun alone (SLURM_PROCID only) is not: each task of
+    an nccl-tests build with MPI=1 then initialises as a singleton and runs on its own, as on a real cluster."""
+    return any(environ.get(key) is not None for key in ('OMPI_COMM_WORLD_RANK', 'PMIX_RANK', 'PMI_RANK'))
+
+
 def launch(environ, host):
-    """(process rank, process count, hosts in process order): from the MPI/Slurm/PMI environment or one process here."""
-    for rank_key, size_key in (('OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE'), ('SLURM_PROCID', 'SLURM_NTASKS'),
-                               ('PMI_RANK', 'PMI_SIZE')):
+    """(process rank, process count, hosts in process order): from the MPI/PMI environment, or one process here
+    (also under srun without PMI)."""
+    if not wired(environ):
+        return 0, 1, [host]
+    for rank_key, size_key in (('OMPI_COMM_WORLD_RANK', 'OMPI_COMM_WORLD_SIZE'), ('PMIX_RANK', 'SLURM_NTASKS'),
+                               ('PMI_RANK', 'PMI_SIZE'), ('SLURM_PROCID', 'SLURM_NTASKS')):
         if environ.get(rank_key) is not None and environ.get(size_key) is not None:
             size = int(environ[size_key])
-            if rank_key == 'SLURM_PROCID' and environ.get('SLURM_JOB_NODELIST'):
+            if environ.get('SLURM_JOB_NODELIST') and environ.get('SLURM_PROCID') is not None:
                 hosts = expand_hostlist(environ['SLURM_JOB_NODELIST'])
             else:
                 hosts = [name for name in environ.get('HWSIM_NCCL_HOSTS', host).split(',') if name]

@@ -36,7 +36,7 @@ def test_every_check_belongs_to_a_known_area():
 def test_a_consistent_document_validates():
     doc = _doc({'gpu01': _node(GOOD), 'gpu02': _node(GOOD, BAD, drained=True)})
     assert vr.validate_results(doc) == []
-    assert doc['summary'] == {'nodes': 2, 'passed': 1, 'failed': 1, 'drained': 1, 'resumed': 0, 'verdict': 'FAIL'}
+    assert doc['summary'] == {'nodes': 2, 'passed': 1, 'failed': 1, 'drained': 1, 'resumed': 0, 'cluster_failed': 0, 'verdict': 'FAIL'}
 
 
 def test_validation_names_each_problem():
@@ -59,3 +59,17 @@ def test_drain_reason_names_checks_once_and_stays_short():
 
 def test_an_empty_fleet_is_not_a_pass():
     assert vr.summarize({})['verdict'] == 'FAIL'
+
+
+def test_cluster_results_fail_the_verdict_and_validate():
+    doc = _doc({'gpu01': _node(GOOD)})
+    doc['cluster'] = vr.cluster_section([vr.new_result('nccl.multi_node_busbw', 'cluster', 290.0, 300.0, False, 'low')])
+    doc['summary'] = vr.summarize(doc['nodes'], doc['cluster'])
+    assert doc['summary']['verdict'] == 'FAIL' and doc['summary']['cluster_failed'] == 1 and doc['summary']['failed'] == 0
+    assert vr.validate_results(doc) == []
+    doc['cluster']['passed'] = True
+    assert vr.validate_results(doc) == ['cluster.passed does not match its results']
+    # a document written before cluster results existed still validates
+    old = _doc({'gpu01': _node(GOOD)})
+    old['summary'].pop('cluster_failed')
+    assert vr.validate_results(old) == []

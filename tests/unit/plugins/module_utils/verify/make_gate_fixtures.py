@@ -320,8 +320,11 @@ def srun_all_reduce(lab, variables, participants, case):
     stdout, stderr, status = '', '', 0
     for number in range(len(participants) * ranks):
         host = participants[number // ranks]
-        result = command(lab, host, argv, {'SLURM_PROCID': str(number), 'SLURM_LOCALID': str(number % ranks),
-                                           'SLURM_NTASKS': str(len(participants) * ranks), 'SLURM_JOB_NODELIST': nodelist})
+        environ = {'SLURM_PROCID': str(number), 'SLURM_LOCALID': str(number % ranks),
+                   'SLURM_NTASKS': str(len(participants) * ranks), 'SLURM_JOB_NODELIST': nodelist}
+        if case.get('pmi', True):
+            environ['PMIX_RANK'] = str(number)  # srun --mpi=pmix
+        result = command(lab, host, argv, environ)
         stdout += result['stdout']
         stderr += result['stderr']
         status = max(status, result['rc'])

@@ -73,16 +73,82 @@ def test_nccl_unknown_model_without_threshold_fails_asking_for_one():
 
 def test_nccl_real_multi_node_two_h100_nodes():
     parsed = parse_nccl_tests(real_fixture('nccl-tests/gcp-a3mega-2node-16xh100-tcpxo-allreduce.txt'))
-    out = nccl.evaluate_multi_node(parsed, 100.0, ['a', 'b'])
-    assert set(out['nodes']) == {'a', 'b'} and out['summary']['busbw'] > 0
-    assert out['nodes']['a'][0]['check'] == 'nccl.multi_node_busbw'
+    out = nccl.evaluate_multi_node(parsed, 100.0, ['a', 'b'], launched={'nodes': ['a', 'b'], 'ranks': 16})
+    assert out['summary']['busbw'] > 0
+    assert [(r['check'], r['subject']) for r in out['cluster']] == [('nccl.multi_node_launch', 'cluster'),
+                                                                    ('nccl.multi_node_busbw', 'cluster')]
+    # the capture's hosts are not a and b: the launch check names the nodes without a rank
+    assert 'no rank on a, b' in out['cluster'][0]['message']
+
+
+def _independent_runs(hosts, busbw=459.8):
+    """What srun -N<n> --ntasks-per-node=1 all_reduce_perf -g 8 prints without PMI: one 8-rank table per node."""
+    text = ''
+    for host in hosts:
+        text += '# nThread 1 nGpus 8 minBytes 8 maxBytes 8589934592 step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1\n'
+        text += '# Using devices\n'
+        for rank in range(8):
+            text += '#  Rank %2d Group  0 Pid  %d on %s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n' % (rank, 4000 + rank, host, rank, rank)
+        text += ('#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n'
+                 '  8589934592    2147483648     float     sum      -1  37364.1  229.90  %.2f      0  37360.2  229.92  %.2f      0\n'
+                 % (busbw, busbw))
+    return text
+
+
+def test_nccl_multi_node_without_pmi_is_not_one_job():
+    """Field condition: srun without --mpi=pmix runs one nccl-tests job per node; the concatenated output read as
+    one run passed at 459.8 GB/s on the old code. Now nccl.multi_node_launch and the busbw result fail, at cluster
+    level (no node is drained for it)."""
+    nodes = ['gpu01', 'gpu02', 'gpu03']
+    run = {'rc': 0, 'stdout': _independent_runs(nodes), 'stderr': ''}
+    out = nccl.decide_nccl_multi_node(run, {'participants': nodes, 'busbw_table': {'h100': 300}, 'ranks': 24,
+                                            'model': 'NVIDIA H100 80GB HBM3'})
+    launch, busbw = out['cluster']
+    assert launch['check'] == 'nccl.multi_node_launch' and not launch['passed']
+    assert '3 separate runs' in launch['message'] and '--mpi=pmix' in launch['message']
+    assert launch['measured'] == '24 ranks on 3 hosts' and launch['threshold'] == '24 ranks on 3 hosts'
+    assert not busbw['passed'] and busbw['measured'] == 459.8 and 'nccl.multi_node_launch' in busbw['message']
+    assert 'fleet' not in out and 'nodes' not in out
+
+
+def test_nccl_multi_node_one_job_passes_and_socket_fallback_fails():
+    nodes = ['gpu01', 'gpu02']
+    text = _independent_runs(['gpu01'], 355.8).replace('nGpus 8', 'nGpus 1')
+    ranks = ''.join('#  Rank %2d Group  0 Pid  %d on %s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n'
+                    % (8 * n + r, 4000 + r, host, r, r) for n, host in enumerate(nodes) for r in range(8))
+    text = text.replace(''.join(line + '\n' for line in text.splitlines() if line.startswith('#  Rank')), ranks)
+    expected = {'participants': nodes, 'busbw_table': {'h100': 300}, 'ranks': 16, 'model': 'NVIDIA H100 80GB HBM3'}
+    out = nccl.decide_nccl_multi_node({'rc': 0, 'stdout': 'gpu01:1:1 [0] NCCL INFO Using network IB\n' + text}, expected)
+    assert [r['passed'] for r in out['cluster']] == [True, True]
+    assert out['cluster'][0]['message'] == 'one job of 16 ranks on 2 hosts, network IB'
+    out = nccl.decide_nccl_multi_node({'rc': 0, 'stdout': 'gpu01:1:1 [0] NCCL INFO Using network Socket\n' + text}, expected)
+    assert [r['passed'] for r in out['cluster']] == [False, False]
+    assert 'fell back to sockets' in out['cluster'][0]['message']
+
+
+def test_nccl_multi_node_bar_from_the_network():
+    """8 x 400 Gb/s HCAs: 0.75 x 400 GB/s = 300; 4 x 200 Gb/s: 75 (the model table would say 300)."""
+    def outcome(hcas, rate):
+        info = {'hcas': [{'name': 'mlx5_%d' % n, 'ports': [{'port': 1, 'rate_gbps': rate}]} for n in range(hcas)]}
+        return {'raw': {'a': {'ib_info': info}, 'b': {'ib_info': info}},
+                'checked': {'a': ['mlx5_%d' % n for n in range(hcas)], 'b': ['mlx5_%d' % n for n in range(hcas)]}}
+    assert nccl.network_limit(outcome(8, 400.0), ['a', 'b'], 0.75) == 300.0
+    assert nccl.network_limit(outcome(4, 200.0), ['a', 'b'], 0.75) == 75.0
+    assert nccl.network_limit(None, ['a', 'b'], 0.75) is None and nccl.network_limit(outcome(8, 400.0), ['a'], 0) is None
+    run = {'rc': 0, 'stdout': _independent_runs(['a'], 100.0)}
+    out = nccl.decide_nccl_multi_node(run, {'participants': ['a', 'b'], 'busbw_table': {'h100': 300}, 'model': 'NVIDIA H100',
+                                            'network_fraction': 0.75, 'ib_outcome': outcome(4, 200.0)})
+    assert out['summary']['threshold'] == 75.0 and out['cluster'][-1]['passed']
+    out = nccl.decide_nccl_multi_node(run, {'participants': ['a', 'b'], 'busbw_table': {'h100': 300}, 'model': 'NVIDIA H100',
+                                            'network_fraction': 0.75, 'ib_outcome': outcome(4, 200.0), 'busbw_min_gbs': 120})
+    assert out['summary']['threshold'] == 120.0
 
 
 def test_nccl_multi_node_launch_error_comes_first():
     out = nccl.evaluate_multi_node({}, 300.0, ['a', 'b'], 1 << 24,
                                    'srun exited 1: srun: error: Unable to allocate resources: Requested node configuration is not available')
-    result = out['nodes']['a'][0]
-    assert result['passed'] is False and result['measured'] is None
+    result = out['cluster'][0]
+    assert result['passed'] is False and result['measured'] is None and result['subject'] == 'cluster'
     assert 'Requested node configuration is not available' in result['message']
     assert out['summary']['errors'][0].startswith('srun exited 1: ')
     assert nccl.evaluate_multi_node({}, 300.0, ['a'], 1 << 24)['summary']['errors'] == []
@@ -123,12 +189,12 @@ def test_decide_nccl_failed_gpu_info_and_skipped_run():
 
 def test_decide_nccl_multi_node_skipped_and_run():
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': ['a'], 'slurm_error': None})
-    assert out == {'fleet': {}, 'summary': {'nodes': ['a'], 'passed': None,
+    assert out == {'cluster': [], 'summary': {'nodes': ['a'], 'passed': None,
                                             'skipped': 'fewer than two nodes passed and are in service'}}
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': [], 'slurm_error': 'scontrol: timeout'})
     assert out['summary']['skipped'] == 'Slurm unreachable: scontrol: timeout'
     run = {'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources\n'}
     out = nccl.decide_nccl_multi_node(run, {'participants': ['a', 'b'], 'busbw_table': {'h100': 300},
                                             'model': 'NVIDIA H100 80GB HBM3'})
-    assert set(out['fleet']) == {'a', 'b'} and out['summary']['threshold'] == 300.0
+    assert [r['check'] for r in out['cluster']] == ['nccl.multi_node_busbw'] and out['summary']['threshold'] == 300.0
     assert out['summary']['errors'][0] == 'srun exited 1: srun: error: Unable to allocate resources'
