@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import json
 import os
 
 import pytest
@@ -24,7 +25,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify import docu
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 # The gate itself (plan, Slurm, results.json) is the verify_gate action (plugins/action/verify_gate.py), not a filter.
-FILTERS = ['verify_ib', 'verify_fabric', 'verify_perftest_plan', 'verify_perftest_tests', 'verify_perftest_round',
+FILTERS = ['verify_ib', 'verify_mtu_plan', 'verify_fabric', 'verify_perftest_plan', 'verify_perftest_tests', 'verify_perftest_round',
            'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes', 'verify_table']
 SKIPPED = {'changed': False, 'skipped': True}
 RUN = {'started': 's', 'finished': 'f', 'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain',
@@ -63,16 +64,35 @@ def test_every_filter_is_registered_with_a_sidecar():
 
 
 def test_verify_ib():
-    observations = {'gpu01': {'ib_info': _ib_info(), 'ping': _ran('3 packets transmitted, 3 received'), 'peer': 'gpu02'},
-                    'gpu02': {'ib_info': {'failed': True, 'msg': 'ibstat: not found'}, 'ping': SKIPPED, 'peer': 'gpu01'}}
+    observations = {'gpu01': {'ib_info': _ib_info(), 'links': _ran('[]'), 'pings': SKIPPED, 'peer': 'gpu02'},
+                    'gpu02': {'ib_info': {'failed': True, 'msg': 'ibstat: not found'}, 'links': SKIPPED, 'pings': SKIPPED,
+                              'peer': 'gpu01'}}
     outcome = vf.verify_ib(observations, {'hcas': [], 'port': 1, 'rate_gbps': 400, 'link_layer': 'InfiniBand', 'mtu': 4096})
     assert set(outcome) == {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads', 'parameters'}
     assert outcome['parameters'] == {'ib_rate_gbps': 400, 'ib_port': 1, 'ib_link_layer': 'InfiniBand', 'mtu': 4096}
-    assert 'net.mtu' in [r['check'] for r in outcome['nodes']['gpu01']]
+    assert 'net.mtu' in [r['check'] for r in outcome['nodes']['gpu01']]  # its rails have no netdev: not checked, with the reason
     assert [r['check'] for r in outcome['nodes']['gpu02']] == ['ib.hca_present']
     assert outcome['checked']['gpu01'] == ['mlx5_0', 'mlx5_3']
     with pytest.raises(AnsibleFilterError, match='^verify_ib: '):
         vf.verify_ib(None, {})
+
+
+def test_verify_mtu_plan():
+    info = _ib_info()
+    for hca, netdev in zip(info['hcas'], ('ibp24s0', 'ibp64s0')):
+        hca['ports'][0]['netdev'] = netdev
+
+    def links(host):
+        return _ran(json.dumps([{'ifname': netdev, 'mtu': 4092, 'addr_info': [
+            {'family': 'inet', 'local': '10.100.%d.%d' % (rail, host), 'prefixlen': 24}]}
+            for rail, netdev in enumerate(('ibp24s0', 'ibp64s0'))]))
+    observations = {'gpu01': {'ib_info': info, 'links': links(1), 'peer': 'gpu02'},
+                    'gpu02': {'ib_info': info, 'links': links(2), 'peer': 'gpu01'}}
+    plan = vf.verify_mtu_plan(observations, {'port': 1, 'link_layer': 'InfiniBand', 'ipoib_mtu': 4092})
+    assert [(p['netdev'], p['peer_address'], p['size']) for p in plan['gpu02']] == [
+        ('ibp24s0', '10.100.0.1', 4064), ('ibp64s0', '10.100.1.1', 4064)]
+    with pytest.raises(AnsibleFilterError, match='^verify_mtu_plan: '):
+        vf.verify_mtu_plan(None, {})
 
 
 def test_verify_fabric():
