@@ -31,6 +31,7 @@ ARGUMENT_SPEC = dict(
     path=dict(type='path', required=True),
     reason_prefix=dict(type='str', default=vr.DRAIN_PREFIX),
     max_drain_fraction=dict(type='float', default=0.1),
+    busy=dict(type='list', elements='str', default=[]),
 )
 
 
@@ -111,7 +112,7 @@ class ActionModule(ActionBase):
             doc, dummy, slurm_results = vd.run_gate(task_vars, slurm_nodes, {
                 'nodes': args['nodes'], 'first': answered[0] if answered else None, 'mode': mode,
                 'facts': args['facts'], 'slurm_names': args['slurm_names'],
-                'max_drain_fraction': args['max_drain_fraction']},
+                'max_drain_fraction': args['max_drain_fraction'], 'busy': args['busy']},
                 run, lambda actions: self._act(actions, prefix, task_vars))
         except ValueError as exc:
             raise AnsibleActionFail('verify_gate: %s' % to_native(exc))

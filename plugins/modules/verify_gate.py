@@ -81,6 +81,13 @@ options:
       - Above 0, at most 1; V(1) never trips.
     type: float
     default: 0.1
+  busy:
+    description:
+      - The nodes that ran jobs when the run started; the active tests skipped them. They are marked C(busy) in results.json
+        and a failed cluster-level C(node.tested) result lists them; a drain of theirs is only resumed for checks that ran on them.
+    type: list
+    elements: str
+    default: []
 '''
 
 EXAMPLES = r'''
@@ -145,6 +152,7 @@ def main():
             answered=dict(type='list', elements='str'),
             mode=dict(type='str', choices=['drain', 'fail', 'report'], default='drain'),
             max_drain_fraction=dict(type='float', default=0.1),
+            busy=dict(type='list', elements='str', default=[]),
             slurm=dict(type='bool', default=True),
             slurm_names=dict(type='dict'),
             facts=dict(type='dict'),

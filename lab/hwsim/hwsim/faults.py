@@ -4,6 +4,8 @@ Every kind any stand-in understands is registered in KINDS so that
 ``hwsim fault`` can validate it, even before the stand-in that acts on it
 exists.  A fault is stored as ``{"kind": ..., "args": {name: value}}``.
 """
+import time
+
 from hwsim import links
 
 
@@ -68,6 +70,10 @@ KINDS = {
     'ecc-pending': ((('gpu', _non_negative_int),), 'volatile uncorrectable ECC errors, page retirement pending on GPU'),
     'row-remap-pending': ((('gpu', _non_negative_int),), 'row remapping pending on GPU'),
     'xid': ((('gpu', _non_negative_int), ('code', _non_negative_int)), 'Xid CODE logged for GPU'),
+    'dmesg-wrapped': ((), 'the kernel ring buffer has wrapped: dmesg keeps only its last 10 minutes (boot lines and older Xids gone)'),
+    'nvlink-errors': ((('gpu', _non_negative_int), ('link', _non_negative_int), ('count', _non_negative_int)),
+                      'NVLink LINK of GPU counts COUNT more errors (legacy: replay and CRC; R570+: Rx errors and symbol errors)'),
+    'dcgm-plugin-missing': ((), 'DCGM 4 without its CUDA plugin package: dcgmi diag tests other than software report Skip'),
     'gpu-process': ((('gpu', _non_negative_int), ('pid', _non_negative_int), ('name', _text)), 'a leftover process holds GPU'),
     'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
@@ -107,13 +113,14 @@ def parse(kind, argv, hca_names=None):
 def target(fault):
     """What a fault acts on (its first argument): a new fault replaces an older one with the same kind and target."""
     names = KINDS[fault['kind']][0]
-    return fault['args'].get(names[0][0])
+    return fault['args'].get(names[0][0]) if names else None
 
 
 def add(faults, fault):
-    """Faults with ``fault`` added, replacing one of the same kind and target."""
+    """Faults with ``fault`` added, replacing one of the same kind and target; stamped with the time it was injected
+    (``at``: the dmesg stand-in logs an Xid then, and keeps that time)."""
     kept = [old for old in faults if not (old['kind'] == fault['kind'] and target(old) == target(fault))]
-    return kept + [fault]
+    return kept + [dict(fault, at=fault.get('at', time.time()))]
 
 
 def remove(faults, kind=None, first_arg=None):

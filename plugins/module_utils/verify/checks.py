@@ -102,11 +102,23 @@ _RECORDS = (
           measures='`ib_write_lat`, typical latency of 2-byte messages (off by default)',
           default='5 us',
           source='own bound, generous: NDR/HDR RDMA write latency is typically around 1 us; set your own'),
-    Check('net.mtu', 'net', 'the configured MTU holds end to end (ping -M do)', 'higher', 'bytes',
-          'set MTU {threshold} on {node} {subject} and on every switch port in its path',
-          measures='`ping -M do -s MTU-28 -c 3` to the next node (a ring)',
-          default='9000',
-          source='28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); MTU 9000 end to end for RoCE'),
+    Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do)', 'higher', 'bytes',
+          'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them',
+          measures=('per GPU-fabric rail (the RoCE netdev or IPoIB interface of each HCA): its MTU (`ip -j -d addr`), then '
+                    '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail without IPv4 '
+                    'is skipped with the reason; the management address is not tested'),
+          default='RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`)',
+          source=('28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); RoCE 9000 end to end (NVIDIA RoCE deployment '
+                  'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520 (Linux '
+                  'Documentation/infiniband/ipoib.rst; RHEL "Configuring IPoIB")')),
+    Check('net.rdma_mtu', 'net', 'the RDMA path MTU of each GPU-fabric port', 'higher', 'bytes',
+          'raise the path MTU of {node} {subject}: on RoCE set the netdev MTU to 9000, on InfiniBand the partition MTU '
+          '(opensm partitions.conf mtu=5)',
+          measures='`ibv_devinfo` active_mtu of each GPU-fabric port (through ib_info)',
+          default='4096 (`verify_ib_rdma_mtu`)',
+          source=('4096 is the largest IB MTU (IBTA); on RoCE the active MTU is the largest IB MTU below the netdev MTU '
+                  'minus headers: 1024 at 1500, 4096 at 4200 and above (NVIDIA KB "MTU Considerations for RoCE based '
+                  'Applications")')),
     Check('gpu.count', 'gpu', 'GPU count as expected', 'higher', None,
           'a GPU is missing on {node}: check nvidia-smi -L and dmesg, reseat the baseboard or open a hardware ticket',
           measures='`nvidia-smi --query-gpu`',
@@ -207,13 +219,12 @@ _RECORDS = (
                   'long stress')),
     Check('nccl.busbw', 'nccl', 'single-node all_reduce bus bandwidth over the threshold', 'higher', 'GB/s',
           'run all_reduce_perf on {node} alone; check NVLink/NVSwitch (nvidia-smi nvlink -s, fabric manager), GPU clocks and power',
-          measures='busbw at sizes >= 1 GiB (the largest if none)',
-          default='H100/H200 400, A100 200, H800 170, A800 130 GB/s; other models must be set',
-          source=('nccl-tests `doc/PERFORMANCE.md` defines busbw; public single-node figures for 8-GPU systems are '
-                  "about 460-480 GB/s (H100 SXM) and 230-250 GB/s (A100 SXM) (e.g. Alaya NeW's nccl-tests guide; the "
-                  "delivery notes' health-check thresholds ~460 / ~230); defaults are about 85% of those. H800/A800: no"
-                  ' published figure found, scaled by their reduced NVLink bandwidth (400 of 900 GB/s, 400 of 600 GB/s)'
-                  ' and rounded down')),
+          measures='busbw at sizes >= 1 GiB (the largest if none), run with `NCCL_ALGO=Ring` (`verify_nccl_algorithm`)',
+          default=('by model key (exact name + PCI device id): ring H100/H200 SXM 330, A100 SXM 200 GB/s; NVLS H100/H200 SXM '
+                   '400; other models and form factors (H100 PCIe/NVL, B200) must be set'),
+          source=('nccl-tests `doc/PERFORMANCE.md` defines busbw; H100 SXM reaches about 460-480 GB/s only with NVLink '
+                  'SHARP and about 370 with NVLS off or NCCL_ALGO=Ring (nccl-tests issues #212, #309; nccl #2140); '
+                  'A100 SXM about 230-250 (no NVLS); defaults are about 90% (ring) and 85% (NVLS) of those')),
     Check('nccl.wrong', 'nccl', 'nccl-tests #wrong is 0', 'lower', None,
           'data corruption: drain {node}, run dcgmi diag -r 3 and open a hardware ticket',
           measures='`all_reduce_perf -b 8 -e 8G -f 2 -g <gpus>`',
@@ -224,12 +235,32 @@ _RECORDS = (
           measures='busbw vs the fleet median',
           default='>= 90% of the median (`verify_nccl_slow_fraction: 0.1`)',
           source='own; catches a node that is slow but above the absolute bar'),
+    Check('nccl.multi_node_launch', 'nccl', 'the multi-node run is one job over every launched node and GPU, on RDMA', 'equal', None,
+          'wire nccl-tests to Slurm\'s PMI: build it with MPI=1 against an MPI with PMIx, run srun with --mpi=pmix '
+          '(verify_nccl_srun_args), and check `srun --mpi=list`',
+          measures='ranks and distinct hosts in the `# Rank` lines, and the number of result tables, against what srun launched',
+          default='ranks = nodes x GPUs per node, hosts = nodes, one table',
+          source=('without PMI, srun starts N independent single-node jobs whose output looks like one good run '
+                  '(Slurm mpi_guide: --mpi=pmix; nccl-tests README: MPI=1)')),
     Check('nccl.multi_node_busbw', 'nccl', 'multi-node all_reduce bus bandwidth over the threshold', 'higher', 'GB/s',
           'check the NCCL environment (NCCL_IB_HCA, GID index), rail cabling, and perftest between the nodes of the run',
-          measures='srun over every node that passed so far and is in service',
-          default='H100/H200 300, A100 150 GB/s',
-          source=('the delivery notes give ~350-400 GB/s over 8x NDR; 300 is conservative; A100 with 8x HDR halves the '
-                  'network')),
+          measures='srun over every node that passed so far and is in service; a cluster-level result (drains nobody)',
+          default=("0.75 x a node's GPU-fabric bandwidth (the checked HCAs' rates / 8: 8 x 400 Gb/s gives 300 GB/s); "
+                   'the model table (H100/H200 300, A100 150) when verify_ib did not run'),
+          source=('runs over more than 2 nodes on 8 x NDR read about 320-390 GB/s (ring); 2-node runs use NVLSTree and read '
+                  'higher (nccl issues #1031, #1221); 0.75 of the line rate leaves room for the ring\'s protocol overhead')),
+    Check('node.drain_breaker', 'node', 'no check fails on more than a fraction of the nodes', 'lower', None,
+          'find the common cause (image, driver, switch, threshold) of the failure shared by the nodes; rerun verify',
+          measures='nodes failing the same check, against `verify_gate_max_drain_fraction` of the nodes (and at least 2)',
+          default='10% of the nodes (`verify_gate_max_drain_fraction: 0.1`)',
+          source=('own; the same idea as a drain limit in node health checkers: a failure that wide is a cluster '
+                  'problem, and draining for it takes the fleet down')),
+    Check('node.tested', 'node', 'every node was tested actively (none was running jobs)', 'lower', None,
+          'drain {node} (or reserve the nodes) so that no job runs there, then run verify again',
+          measures='nodes that Slurm showed ALLOCATED, MIXED or COMPLETING when the run started (`verify_gate_busy: skip`)',
+          default='0 nodes not tested',
+          source=('own; active tests disturb running jobs and are disturbed by them (domain notes: "the field is not the '
+                  'lab"); a node that was not measured cannot be accepted')),
     Check('node.reachable', 'node', 'the node answered and its checks ran', 'state', None,
           'bring {node} back (power, BMC console, sshd, network), then rerun verify with --limit {node}',
           measures='the node answered and its checks ran',

@@ -28,7 +28,7 @@ PARAMETERS = {
                  ('tclass', 'perftest_tclass'), ('gpudirect_bw_enabled', 'perftest_gpudirect')),
     'gpu': (('dcgm_level', 'dcgm_diag_level'), ('dcgm_allow_warn', 'dcgm_allow_warn'),
             ('ecc_uncorrected_max', 'gpu_ecc_uncorrected_max'), ('nvlinks_per_gpu', 'gpu_nvlinks_per_gpu')),
-    'nccl': (('test', 'nccl_test'), ('min_bytes', 'nccl_min_bytes'), ('max_bytes', 'nccl_max_bytes'),
+    'nccl': (('algorithm', 'nccl_algorithm'), ('test', 'nccl_test'), ('min_bytes', 'nccl_min_bytes'), ('max_bytes', 'nccl_max_bytes'),
              ('step_factor', 'nccl_step_factor'), ('large_bytes', 'nccl_large_bytes'), ('slow_fraction', 'nccl_slow_fraction'),
              ('ranks_per_node', 'nccl_multi_node_ranks_per_node')),
 }

@@ -104,7 +104,8 @@ def plan_gate(variables, slurm_nodes, expected):
     """The gate's decision: ``variables`` (a host's variables holding the outcome facts of ``gate.OUTCOME_FACTS``),
     ``slurm_nodes`` (scontrol entries; None: no Slurm) and
     ``expected``: ``nodes`` (every node of the play, reachable or not, in order), ``facts`` (node -> {os, kernel}
-    of the nodes that answered), ``mode``, ``slurm_names``, ``max_drain_fraction`` (the breaker; None: off). Returns the plan ``document`` takes, with ``ready``:
+    of the nodes that answered), ``mode``, ``slurm_names``, ``max_drain_fraction`` (the breaker; None: off) and
+    ``busy`` (the nodes that ran jobs when the run started: no active test ran there). Returns the plan ``document`` takes, with ``ready``:
     the nodes that pass and Slurm has in service."""
     outcomes = gate.outcomes_of(variables)
     nodes = list(expected.get('nodes') or [])
@@ -119,9 +120,13 @@ def plan_gate(variables, slurm_nodes, expected):
         actions = gate.plan(collected, slurm_nodes, expected.get('mode') or 'drain', expected.get('slurm_names'),
                             ran=checks_ran(outcomes, first), max_fraction=max_fraction)
     cluster = gate.cluster_results(outcomes)
-    tripped_result = gate.breaker_result(tripped, len(collected))
-    if tripped_result is not None:
-        cluster.append(tripped_result)
+    for extra in (gate.busy_result([node for node in nodes if node in (expected.get('busy') or [])], len(nodes)),
+                  gate.breaker_result(tripped, len(collected))):
+        if extra is not None:
+            cluster.append(extra)
+    for node in expected.get('busy') or []:
+        if node in collected:
+            collected[node]['busy'] = True
     return {'nodes': collected, 'actions': actions, 'outcomes': outcomes, 'first': first, 'cluster': cluster,
             'breaker': tripped, 'ready': gate.ready(nodes, outcomes, slurm_nodes)}
 

@@ -122,11 +122,14 @@ def checks_in_reason(reason, prefix=vr.DRAIN_PREFIX):
     return ids
 
 
-def _unchecked(reason, ran, prefix):
-    """The checks a drain reason names that this run did not make (their area did not run, or the id is unknown)."""
+def _unchecked(reason, ran, prefix, results=None):
+    """The checks a drain reason names that this run did not make on this node: their area did not run (``ran``),
+    the node has no result of that area (a busy node skipped by the active tests), or the id is unknown."""
     if ran is None:
         return []
     areas = set(ran) | set(['node'])
+    if results is not None:
+        areas &= set(result.get('area') for result in results) | set(['node'])
     return [check for check in checks_in_reason(reason, prefix) if check not in CHECKS or CHECKS[check].area not in areas]
 
 
@@ -141,7 +144,7 @@ def _action(data, entry, name, mode, prefix, ran=None):
     drained = is_drained(state)
     own = drained and reason is not None and reason.startswith(prefix)
     if data.get('passed'):
-        unchecked = _unchecked(reason, ran, prefix) if own else []
+        unchecked = _unchecked(reason, ran, prefix, data.get('results')) if own else []
         if unchecked:
             action['note'] = ('passes the checks that ran, but its drain names %s, which this run did not check: left drained'
                               % ', '.join(unchecked))
@@ -218,10 +221,32 @@ def plan(nodes, slurm_nodes, mode, slurm_names=None, prefix=vr.DRAIN_PREFIX, ran
     return out
 
 
+BUSY_RE = re.compile(r'ALLOC|MIX|COMPLETING')
+
+
+def busy(slurm_nodes, nodes, slurm_names=None):
+    """The nodes Slurm shows running jobs (ALLOCATED, MIXED, COMPLETING): active tests would disturb the jobs and be
+    disturbed by them, so they skip these nodes, which are reported as not tested."""
+    states = dict((entry.get('NodeName'), entry.get('State') or '') for entry in slurm_nodes or [])
+    return [node for node in nodes if BUSY_RE.search(states.get((slurm_names or {}).get(node) or node, '').upper())]
+
+
+def busy_result(nodes_busy, total):
+    """The cluster-level result for the nodes that were not tested actively because they ran jobs (None: none)."""
+    if not nodes_busy:
+        return None
+    return vr.new_result('node.tested', 'cluster', len(nodes_busy), 0, False,
+                         '%d of %d nodes not tested (running jobs: %s): perftest, nccl-tests and the DCGM diagnostic '
+                         'skipped them; drain them (or reserve them) and run verify again to accept them'
+                         % (len(nodes_busy), total, ', '.join(nodes_busy)), nodes=list(nodes_busy))
+
+
 def ready(nodes, outcomes, slurm_nodes):
-    """The nodes that passed every check so far and that Slurm has in service (not drained, down or failed)."""
+    """The nodes that passed every check so far and that Slurm has in service and idle (not drained, down, failed,
+    or running jobs)."""
     in_service = set(entry.get('NodeName') for entry in slurm_nodes or []
-                     if not re.search('DRAIN|DOWN|FAIL', entry.get('State') or ''))
+                     if not re.search('DRAIN|DOWN|FAIL', entry.get('State') or '')
+                     and not BUSY_RE.search((entry.get('State') or '').upper()))
     joined = results_by_node(nodes, outcomes)
     return [node for node in nodes if joined[node] and all(r['passed'] for r in joined[node]) and node in in_service]
 

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import expected_keys, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, parse_once, ran
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
@@ -51,15 +52,19 @@ def measure(parsed, large_bytes):
     return (max(values) if values else None), wrong, list(parsed.get('errors') or [])
 
 
-def threshold(table, model, override=None):
-    """The busbw threshold (GB/s) for a GPU model: ``override`` when set, else the table's entry whose key the
-    model name contains, longest key first; None when none matches."""
+def threshold(table, gpu, override=None):
+    """The busbw threshold (GB/s) for a GPU: ``override`` when set, else the table's entry for its model key
+    (``gpu_models``: the exact nvidia-smi name and PCI device id, so an H100 PCIe or NVL never gets the SXM bar),
+    or for its family (``h100`` means the SXM part); None when none matches (the check then asks for one).
+    ``gpu``: a gpu_info GPU (``name``, ``pci_device_id``) or an nvidia-smi name."""
     if override not in (None, '', 0, '0'):
         return float(override)
-    name = (model or '').lower()
-    for key in sorted(table or {}, key=len, reverse=True):
-        if key.lower() in name:
-            return float(table[key])
+    key = model_key(gpu if isinstance(gpu, dict) else {'name': gpu})
+    if key is None:
+        return None
+    for entry in sorted(table or {}):
+        if str(entry).strip().lower() == key or key in (expected_keys(entry) or []):
+            return float(table[entry])
     return None
 
 
@@ -129,13 +134,14 @@ def decide_nccl(observations, expected):
         if not ran(run):
             continue
         parsed[node] = parse(run.get('stdout'))
-        model = ((info.get('gpus') or [{}])[0] or {}).get('name') or ''
+        first = (info.get('gpus') or [{}])[0] or {}
         busbw = measure(parsed[node], expected.get('large_bytes') or 1 << 30)[0]
-        raw[node] = {'model': model, 'busbw': busbw, 'rc': run.get('rc'), 'nccl': parsed[node]}
+        raw[node] = {'model': first.get('name') or '', 'gpu': {'name': first.get('name'), 'pci_device_id': first.get('pci_device_id')},
+                     'busbw': busbw, 'rc': run.get('rc'), 'nccl': parsed[node]}
     fleet_median = median(raw[node].get('busbw') for node in order)
     for node in order:
         if node in parsed:
-            limit = threshold(expected.get('busbw_table'), raw[node]['model'], expected.get('busbw_min_gbs'))
+            limit = threshold(expected.get('busbw_table'), raw[node].pop('gpu'), expected.get('busbw_min_gbs'))
             nodes[node] = evaluate_nccl(parsed[node], limit, fleet_median if expected.get('slow_node', True) else None,
                                         dict(expected, model=raw[node]['model']))
     return {'nodes': nodes, 'raw': raw, 'fleet_median': fleet_median,

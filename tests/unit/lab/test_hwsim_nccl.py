@@ -173,3 +173,14 @@ def test_header_structure_matches_the_real_2_13_capture(tmp_path):
     assert [len(line) for line in our_rows[-3:]] == [len(line) for line in real_rows[-3:]]
     parsed = parse_nccl_tests(ours)
     assert parsed['nccl_tests_version'] == '2.13.11' and len(parsed['ranks']) == 16 and parsed['ranks'][8]['host'] == 'gpu02'
+
+
+def test_ring_reads_below_nvls(tmp_path):
+    """H100 SXM: about 460 GB/s with NVLink SHARP, about 370 with NCCL_ALGO=Ring or NCCL_NVLS_ENABLE=0."""
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
+    auto = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS)[1])
+    ring = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, NCCL_ALGO='Ring')[1])
+    off = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, NCCL_NVLS_ENABLE='0')[1])
+    nvls = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, NCCL_ALGO='NVLS')[1])
+    assert close(row_at(auto, EIGHT_GB)['oop_busbw'], 460) and close(row_at(nvls, EIGHT_GB)['oop_busbw'], 460)
+    assert close(row_at(ring, EIGHT_GB)['oop_busbw'], 370) and close(row_at(off, EIGHT_GB)['oop_busbw'], 370)

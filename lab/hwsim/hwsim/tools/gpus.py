@@ -67,6 +67,11 @@ class GpuView(object):
         self.nvlink_generation = nvlink.get('generation', 0)
         down = set(fault['args']['link'] for fault in fault_kinds.of_kind(faults, 'nvlink-down') if fault['args']['gpu'] == self.slot)
         self.links = [number not in down for number in range(nvlink.get('links_per_gpu', 0))]
+        # nvlink -e: which counter names (None: by driver version, nvidia_smi.nvlink5_counters) and the errors of
+        # nvlink-errors faults, link -> count
+        self.nvlink_counters = nvlink.get('counters')
+        self.nvlink_errors = dict((fault['args']['link'], fault['args']['count']) for fault in fault_kinds.of_kind(faults, 'nvlink-errors')
+                                  if fault['args']['gpu'] == self.slot)
         self.ecc_pending = any(fault['args']['gpu'] == self.slot for fault in fault_kinds.of_kind(faults, 'ecc-pending'))
         self.remap_pending = any(fault['args']['gpu'] == self.slot for fault in fault_kinds.of_kind(faults, 'row-remap-pending'))
         self.processes = [(fault['args']['pid'], fault['args']['name'], 1024)

@@ -170,9 +170,24 @@ class Node(object):
         self.fabric_gbps = sum(view.rate * view.faults.get('hca-bw-low', {}).get('fraction', 1.0) * efficiency
                                for view in model.ports() if view.hca.get('role') == 'compute' and view.up)
 
-    def peak(self, key):
+    def peak(self, key, algorithm='auto'):
+        """The NVLink figure of a collective; all_reduce with NVLS off (``algorithm`` ring) reads the profile's
+        ``all_reduce_ring_busbw_gbps`` (H100 SXM: about 370 GB/s ring against 460-480 with NVLS)."""
         nccl = self.profile.get('nccl') or {}
+        if algorithm == 'ring' and key == 'all_reduce_busbw_gbps':
+            key = 'all_reduce_ring_busbw_gbps' if 'all_reduce_ring_busbw_gbps' in nccl else key
         return nccl.get(key, nccl.get('all_gather_busbw_gbps', 0.0)) * self.slow
+
+
+def algorithm(environ):
+    """``ring`` when NCCL cannot use NVLink SHARP: NCCL_ALGO without NVLS (``Ring``, ``Tree``, ``^NVLS``) or
+    NCCL_NVLS_ENABLE=0; else ``auto`` (NCCL picks NVLS where the system has it)."""
+    algo = (environ.get('NCCL_ALGO') or '').strip().lower()
+    if environ.get('NCCL_NVLS_ENABLE', '').strip() == '0':
+        return 'ring'
+    if algo and (algo.startswith('^') and 'nvls' in algo or not algo.startswith('^') and 'nvls' not in algo):
+        return 'ring'
+    return 'auto'
 
 
 def pci_text(device):
@@ -257,21 +272,21 @@ def table_header():
     ])
 
 
-def peak_busbw(name, nodes):
+def peak_busbw(name, nodes, algo='auto'):
     """GB/s the run reaches at large sizes: slowest host's NVLink figure, bounded by the fabric across hosts."""
     key = COLLECTIVES[name][0]
-    peak = min(node.peak(key) for node in nodes)
+    peak = min(node.peak(key, algo) for node in nodes)
     if len(nodes) > 1:
         peak = min([peak] + [node.fabric_gbps / 8.0 for node in nodes])
     return peak
 
 
-def table(name, opts, nodes, nranks):
+def table(name, opts, nodes, nranks, algo='auto'):
     """(rows text, out-of-bounds count, average busbw)."""
     _key, factor_kind, redop, size_kind = COLLECTIVES[name]
     word = WORD_SIZES[opts['datatype']]
     factor = bus_factor(factor_kind, nranks)
-    peak = peak_busbw(name, nodes)
+    peak = peak_busbw(name, nodes, algo)
     latency = LATENCY_US[len(nodes) == 1]
     large = min(LARGE_BYTES, opts['maxbytes'])
     wrong_total = sum(node.wrong for node in nodes)
@@ -346,10 +361,10 @@ def run(ctx, args, name):
             return 1
         if main:
             nranks = run_info['nprocs'] * run_info['per_proc']
-            rows, errors, average = table(name, opts, run_info['nodes'], nranks)
+            rows, errors, average = table(name, opts, run_info['nodes'], nranks, algorithm(ctx.environ))
             ctx.write(rank_lines(run_info) + table_header() + rows + footer(name, errors, average))
         else:
-            errors = table(name, opts, run_info['nodes'], run_info['nprocs'] * run_info['per_proc'])[1]
+            errors = table(name, opts, run_info['nodes'], run_info['nprocs'] * run_info['per_proc'], algorithm(ctx.environ))[1]
         return 1 if errors else 0
     except NcclError as exc:
         (ctx.write if exc.stream == 'out' else ctx.error)(exc.text)

@@ -563,10 +563,43 @@ def _nvlink_status(view):
     return ''.join('\t Link %d: %s\n' % (number, _speed(view) if up else '<inactive>') for number, up in enumerate(view.links))
 
 
+# R570+ drivers print the NVLink 5 counter set (Blackwell) instead of Replay/Recovery/CRC; the order of a real 595 driver.
+NVLINK5_COUNTERS = ('Tx packets', 'Tx bytes', 'Rx packets', 'Rx bytes', 'Malformed packet Errors', 'Buffer overrun Errors',
+                    'Rx Errors', 'Rx remote Errors', 'Rx General Errors', 'Local link integrity Errors', 'Tx discards',
+                    'Link recovery successful events', 'Link recovery failed events', 'Total link recovery events',
+                    'Effective Errors', 'Effective BER', 'Symbol Errors', 'Symbol BER') + tuple('FEC Errors - %d' % n for n in range(16))
+
+
+def nvlink5_counters(view):
+    """Whether this GPU's driver prints the R570+ counter names: a 570 or later driver, or gpus.nvlink.counters: nvlink5."""
+    try:
+        major = int(str(view.driver_version).split('.')[0])
+    except ValueError:
+        major = 0
+    return view.nvlink_counters == 'nvlink5' or (view.nvlink_counters is None and major >= 570)
+
+
+def _nvlink5_link(view, number, errors):
+    values = dict((name, 0) for name in NVLINK5_COUNTERS)
+    values.update({'Tx packets': 912837461 + 1000 * number + view.slot, 'Rx packets': 912837000 + 1000 * number + view.slot,
+                   'Tx bytes': 58421597504 + number, 'Rx bytes': 58421568000 + number, 'FEC Errors - 0': 9138451201 + number,
+                   'Effective BER': '15e-255', 'Symbol BER': '15e-255'})
+    if errors:
+        values.update({'Rx Errors': errors, 'Symbol Errors': 13 * errors, 'FEC Errors - 1': 97 * errors})
+    return ''.join('\t Link %d: %s: %s\n' % (number, name, values[name]) for name in NVLINK5_COUNTERS)
+
+
 def _nvlink_errors(view):
-    """Three counters a link, a blank line between links (and between GPUs)."""
-    return '\n'.join('\t Link %d: Replay Errors: 0\n\t Link %d: Recovery Errors: 0\n\t Link %d: CRC Errors: 0\n' % (number, number, number)
-                     for number in range(len(view.links)))
+    """Three counters a link, a blank line between links (and between GPUs); R570+: the NVLink 5 set, no blank line.
+
+    An ``nvlink-errors GPU LINK COUNT`` fault adds COUNT to the link's replay and CRC counters (legacy) or its Rx and
+    symbol errors (NVLink 5).
+    """
+    if nvlink5_counters(view):
+        return ''.join(_nvlink5_link(view, number, view.nvlink_errors.get(number, 0)) for number in range(len(view.links)))
+    return '\n'.join('\t Link %d: Replay Errors: %d\n\t Link %d: Recovery Errors: 0\n\t Link %d: CRC Errors: %d\n' % (
+        number, view.nvlink_errors.get(number, 0), number, number, 3 * view.nvlink_errors.get(number, 0))
+        for number in range(len(view.links)))
 
 
 def nvlink(ctx, views, mode):

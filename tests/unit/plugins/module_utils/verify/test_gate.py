@@ -74,8 +74,8 @@ def test_ready_excludes_drained_down_and_failing_nodes():
     slurm = [{'NodeName': 'a', 'State': 'IDLE'}, {'NodeName': 'b', 'State': 'IDLE+DRAIN'},
              {'NodeName': 'c', 'State': 'DOWN+NOT_RESPONDING'}, {'NodeName': 'd', 'State': 'MIXED'},
              {'NodeName': 'e', 'State': 'FAIL'}, {'NodeName': 'f', 'State': 'IDLE'}, {'NodeName': 'g', 'State': 'IDLE'}]
-    # g has no result (unreachable), h is not a Slurm node
-    assert gate.ready(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'], outcomes, slurm) == ['a', 'd']
+    # g has no result (unreachable), h is not a Slurm node, d runs a job (MIXED)
+    assert gate.ready(['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'], outcomes, slurm) == ['a']
     assert gate.ready(['a'], outcomes, None) == []
 
 
@@ -132,4 +132,8 @@ def test_a_subset_run_resumes_only_what_it_checked_again():
     assert actions['gpu01']['action'] == 'none' and 'gpu.ecc, which this run did not check' in actions['gpu01']['note']
     assert actions['gpu02']['action'] == 'resume'
     assert actions['gpu03']['action'] == 'resume'  # reachability is checked by every run
+    # the gpu area ran, but not on this node (a busy node): still kept
+    assert gate.plan(nodes, slurm, 'drain', ran=['ib', 'gpu'])['gpu01']['action'] == 'none'
+    outcomes['gpu'] = {'nodes': {'gpu01': [_ok('gpu.ecc')]}}
+    nodes = gate.collect(['gpu01', 'gpu02', 'gpu03'], outcomes)
     assert gate.plan(nodes, slurm, 'drain', ran=['ib', 'gpu'])['gpu01']['action'] == 'resume'

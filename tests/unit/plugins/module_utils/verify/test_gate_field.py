@@ -110,3 +110,27 @@ def test_the_breaker_still_resumes_repaired_nodes():
     slurm[9] = {'NodeName': 'gpu10', 'State': 'IDLE+DRAIN', 'Reason': 'aicluster: gpu.xid GPU 0'}
     plan, dummy = _gate(outcomes, nodes, slurm=slurm)
     assert _drained(plan) == [] and plan['actions']['gpu10']['action'] == 'resume'
+
+
+def test_busy_nodes_are_not_tested_not_drained_for_it_and_not_resumed_for_unchecked_areas():
+    """A node running a job: the active tests skip it; it is reported as not tested (the verdict fails) and a
+    gate drain for a perftest fault is kept, because perftest did not run there."""
+    nodes = _nodes(4)
+    slurm = [{'NodeName': 'gpu01', 'State': 'IDLE'}, {'NodeName': 'gpu02', 'State': 'MIXED'},
+             {'NodeName': 'gpu03', 'State': 'ALLOCATED+DRAIN', 'Reason': 'aicluster: perftest.write_bw mlx5_0'},
+             {'NodeName': 'gpu04', 'State': 'IDLE'}]
+    assert gate.busy(slurm, nodes) == ['gpu02', 'gpu03']
+    assert gate.busy(slurm, ['n1'], {'n1': 'gpu02'}) == ['n1']
+    outcomes = {'gpu': {'nodes': dict((node, [_ok()]) for node in nodes)},
+                'perftest': {'nodes': dict((node, [_ok('perftest.write_bw')]) for node in ('gpu01', 'gpu04'))}}
+    variables = dict((fact, outcomes[area]) for area, fact in gate.OUTCOME_FACTS if area in outcomes)
+    plan = document.plan_gate(variables, slurm, {'nodes': nodes, 'mode': 'drain', 'busy': ['gpu02', 'gpu03'],
+                                                 'max_drain_fraction': 0.1})
+    doc = document.document(plan, dict(RUN, mode='drain'))
+    assert plan['actions']['gpu03']['action'] == 'none' and 'perftest.write_bw' in plan['actions']['gpu03']['note']
+    assert doc['nodes']['gpu02']['busy'] is True and 'busy' not in doc['nodes']['gpu01']
+    tested = doc['cluster']['results'][0]
+    assert tested['check'] == 'node.tested' and not tested['passed'] and 'gpu02, gpu03' in tested['message']
+    assert doc['summary']['verdict'] == 'FAIL' and doc['summary']['failed'] == 0 and validate_results(doc) == []
+    # the multi-node run never takes a busy node
+    assert gate.ready(nodes, outcomes, slurm) == ['gpu01', 'gpu04']

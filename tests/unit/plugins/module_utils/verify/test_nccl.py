@@ -43,10 +43,19 @@ def test_nccl_real_a100_legacy_and_handmade_h100():
     assert not bad['passed'] and 'failed' in bad['message']
 
 
-def test_threshold_override_and_longest_key_first():
-    assert nccl.threshold({'h100': 400}, 'NVIDIA H100 80GB HBM3', override=350) == 350.0
-    assert nccl.threshold({'h100': 400, 'h100 nvl': 300}, 'NVIDIA H100 NVL') == 300.0
-    assert nccl.threshold({'h100': 400}, 'NVIDIA B200') is None
+def test_threshold_by_model_key_and_form_factor():
+    """Substring matching gave an H100 PCIe/NVL and an A100 PCIe the SXM bar; the key is the exact name and device id."""
+    table = {'h100-sxm': 330, 'a100': 200}
+    assert nccl.threshold(table, 'NVIDIA H100 80GB HBM3', override=350) == 350.0
+    assert nccl.threshold(table, {'name': 'NVIDIA H100 80GB HBM3', 'pci_device_id': '0x233010DE'}) == 330.0
+    assert nccl.threshold(table, 'NVIDIA H100 NVL') is None
+    assert nccl.threshold(table, {'name': 'NVIDIA H100 PCIe', 'pci_device_id': '0x233110DE'}) is None
+    # a name that the device id contradicts is no known model
+    assert nccl.threshold(table, {'name': 'NVIDIA H100 80GB HBM3', 'pci_device_id': '0x233110DE'}) is None
+    # a family key means its SXM parts only
+    assert nccl.threshold(table, 'NVIDIA A100-SXM4-80GB') == 200.0 and nccl.threshold(table, 'NVIDIA A100 80GB PCIe') is None
+    assert nccl.threshold({'h100-nvl': 150}, 'NVIDIA H100 NVL') == 150.0
+    assert nccl.threshold(table, 'NVIDIA B200') is None
 
 
 def test_parse_says_why_when_there_is_nothing_to_parse():
