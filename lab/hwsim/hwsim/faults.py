@@ -78,6 +78,8 @@ KINDS = {
     'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
 }
+# Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
+TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')
 # Per-HCA kinds a PortView carries: the IB ones plus hca-bw-low (read by the perftest stand-ins).
 HCA_KINDS = IB_KINDS + ('hca-bw-low',)
@@ -117,10 +119,10 @@ def target(fault):
 
 
 def add(faults, fault):
-    """Faults with ``fault`` added, replacing one of the same kind and target; stamped with the time it was injected
-    (``at``: the dmesg stand-in logs an Xid then, and keeps that time)."""
+    """Faults with ``fault`` added, replacing one of the same kind and target; TIMED_KINDS stamped with the time
+    they were injected (``at``)."""
     kept = [old for old in faults if not (old['kind'] == fault['kind'] and target(old) == target(fault))]
-    return kept + [dict(fault, at=fault.get('at', time.time()))]
+    return kept + [dict(fault, at=fault.get('at', time.time())) if fault['kind'] in TIMED_KINDS else fault]
 
 
 def remove(faults, kind=None, first_arg=None):

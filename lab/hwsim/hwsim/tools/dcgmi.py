@@ -1,11 +1,12 @@
-"""dcgmi stand-in: ``discovery -l``, ``diag -r 1|2|3 [-j] [-i IDS]`` and ``health -s|-c|-f|--clear [-j]``.
+"""dcgmi stand-in: ``discovery -l``, ``diag -r 1|2|3|4 [-j] [-i IDS]`` and ``health -s|-c|-f|--clear [-j]``.
 
 The table layouts are DCGM 3.x (``| GPU ID | Device Information |`` boxes;
 the diag box with 27/48-column cells, category rules, ``Pass - All`` /
 ``Fail - GPU: N`` rows and warnings wrapped at 45 characters); ``-j`` is the
 jsoncpp styled JSON of DCGM 3.1 (tab indentation, ``"key" : value``, keys
 sorted, ``null`` between the Deployment tests, as the real capture). A
-failed test makes dcgmi exit 226, as DCGM_ST_NVVS_ISOLATE_ERROR (-30) does.
+failed test makes dcgmi exit 226, as DCGM_ST_NVVS_ISOLATE_ERROR (-30) does. With the
+``dcgm-plugin-missing`` fault the diag prints DCGM 4.x layouts where the CUDA tests Skip.
 
 ``health -s FLAGS | -c [-j] | -f [-j] | --clear``: the layout of dcgmi/Health.cpp (DcgmiOutputTree
 28/60 for the check, 18/70 for the fetch; jsoncpp with ``-j``), the incidents of
@@ -13,6 +14,7 @@ modules/health/DcgmHealthWatch.cpp with the dcgm_errors.h messages and next step
 ``-s`` sets are kept in the host's state file (``dcgm_health_watches``), as nv-hostengine keeps
 them for the default group until it restarts.
 """
+import json
 from collections import OrderedDict
 
 from hwsim import faults as fault_kinds
@@ -253,6 +255,91 @@ def render_json(tests):
 
 
 # --------------------------------------------------------------------------
+# DCGM 4 without its CUDA plugin package (fault dcgm-plugin-missing)
+#
+# DCGM 4 ships the CUDA tests (memory, diagnostic, pcie, targeted stress/power, memory bandwidth) in
+# datacenter-gpu-manager-4-cuda<major>; without it they report Skip while the deployment checks ("software")
+# pass, and the run exits 0. Layouts: the 4.x table (test names as plugin names, one ``GPUn: status`` row
+# per GPU) and the 4.x JSON (``DCGM Diagnostic``, entity results, ``test_summary``).
+
+DCGM4_VERSION = '4.2.3'
+DCGM4_SKIP_INFO = 'The plugin could not be loaded: its CUDA library (libdcgmplugin*_cuda) is not installed.'
+
+
+def run_tests_dcgm4_no_cuda(views, state, level):
+    """``software`` (the deployment checks folded into one test) then each CUDA plugin of the level, skipped."""
+    software = Test('Deployment', 'software', 'software', True)
+    for test in run_tests(views, state, 1):
+        for index, (status, warning) in test.results.items():
+            if status == 'FAIL' or index not in software.results:
+                software.results[index] = (status, warning)
+    tests = [software]
+    for category, _name, plugin, lowest, _text in PLUGINS:
+        if level >= lowest:
+            test = Test(category, plugin, plugin, True)
+            test.results = dict((view.index, ('SKIP', None)) for view in views)
+            tests.append(test)
+    return tests
+
+
+def _dcgm4_status(status):
+    return {'PASS': 'Pass', 'FAIL': 'Fail', 'SKIP': 'Skip'}[status]
+
+
+def _dcgm4_summary(test):
+    statuses = set(status for status, _warning in test.results.values())
+    return 'FAIL' if 'FAIL' in statuses else ('PASS' if 'PASS' in statuses else 'SKIP')
+
+
+def render_table_dcgm4(tests, views):
+    out = ['Successfully ran diagnostic for group.\n',
+           '+---------------------------+------------------------------------------------+\n',
+           _row('Diagnostic', 'Result'),
+           '+===========================+================================================+\n',
+           _category('Metadata', '|'),
+           _row('DCGM Version', DCGM4_VERSION),
+           _row('Driver Version Detected', views[0].driver_version),
+           _row('GPU Device IDs Detected', ', '.join(gpu_views.DEVICE_IDS.get(view.name, '2330') for view in views))]
+    category = None
+    for test in tests:
+        if test.category != category:
+            category = test.category
+            out.append(_category(category, '|' if category == 'Deployment' else '+'))
+        out.append(_row(test.table_name, _dcgm4_status(_dcgm4_summary(test))))
+        out.extend(_row('', 'GPU%d: %s' % (index, _dcgm4_status(status))) for index, (status, _w) in sorted(test.results.items()))
+        for index, (status, warning) in sorted(test.results.items()):
+            if warning:
+                chunks = _wrap(warning)
+                out.append(_row('Warning', chunks[0]))
+                out.extend(_row('', chunk) for chunk in chunks[1:])
+        if _dcgm4_summary(test) == 'SKIP':
+            chunks = _wrap(DCGM4_SKIP_INFO)
+            out.append(_row('Info', chunks[0]))
+            out.extend(_row('', chunk) for chunk in chunks[1:])
+    out.append('+---------------------------+------------------------------------------------+\n')
+    return ''.join(out)
+
+
+def render_json_dcgm4(tests):
+    categories = []
+    for test in tests:
+        if not categories or categories[-1]['category'] != test.category:
+            categories.append({'category': test.category, 'tests': []})
+        results = []
+        for index, (status, warning) in sorted(test.results.items()):
+            entry = {'entity_group': 'GPU', 'entity_group_id': 1, 'entity_id': index, 'status': _dcgm4_status(status)}
+            if warning:
+                entry['warnings'] = [{'error_category': 1, 'error_id': 0, 'error_severity': 1, 'message': warning}]
+            results.append(entry)
+        summary = {'status': _dcgm4_status(_dcgm4_summary(test))}
+        if _dcgm4_summary(test) == 'SKIP':
+            summary['info'] = [DCGM4_SKIP_INFO]
+        categories[-1]['tests'].append({'name': test.json_name, 'results': results, 'test_summary': summary})
+    document = {'DCGM Diagnostic': {'test_categories': categories, 'version': DCGM4_VERSION}}
+    return json.dumps(document, indent=4, sort_keys=True) + '\n'
+
+
+# --------------------------------------------------------------------------
 # discovery -l
 
 
@@ -327,6 +414,10 @@ def diag(ctx, model, args):
         if not views:
             ctx.write('Error: Invalid GPU ID list: %s\n' % parsed['ids'])
             return 255
+    if fault_kinds.of_kind(model.state['faults'], 'dcgm-plugin-missing'):
+        tests = run_tests_dcgm4_no_cuda(views, model.state, parsed['level'])
+        ctx.write(render_json_dcgm4(tests) if parsed['json'] else render_table_dcgm4(tests, views))
+        return FAILED_STATUS if any(test.failed for test in tests) else 0
     tests = run_tests(views, model.state, parsed['level'])
     ctx.write(render_json(tests) if parsed['json'] else render_table(tests, views))
     return FAILED_STATUS if any(test.failed for test in tests) else 0

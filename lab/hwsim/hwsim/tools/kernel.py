@@ -1,12 +1,18 @@
 """dmesg stand-in: the simulated kernel ring buffer (boot lines, the NVIDIA driver loading, one NVRM line per ``xid`` fault).
 
 Lines carry the kernel's ``[%5lu.%06lu]`` stamp; ``-T``/``--ctime`` prints
-``[Www Mmm dd hh:mm:ss yyyy]`` from a boot time one hour before now;
-``-l``/``--level LIST`` keeps the named levels (Xid lines are ``err``, the
-rest ``info`` or ``notice``). The Xid texts are those the 535 driver logs
+``[Www Mmm dd hh:mm:ss yyyy]`` and ``--time-format iso`` prints
+``YYYY-MM-DDTHH:MM:SS,uuuuuu+HH:MM`` (local time, as util-linux does) from a
+boot time one hour before now (earlier when a fault is older); an Xid is
+logged at the time its fault was injected (``at``), so its stamp stays put
+from one read to the next. ``-l``/``--level LIST`` keeps the named levels
+(Xid lines are ``err``, the rest ``info`` or ``notice``). The
+``dmesg-wrapped`` fault drops every line older than ten minutes, as a ring
+buffer that has wrapped on a long-uptime node. The Xid texts are those the 535 driver logs
 (``pid='<unknown>', name=<unknown>`` for errors no process caused, the
 process of a ``gpu-process`` fault on the GPU for 13, 31 and 43).
 """
+import datetime
 import time
 
 from hwsim import faults as fault_kinds
@@ -32,6 +38,7 @@ XID_TEXT = {
     119: 'Timeout after 6s of waiting for RPC response from GPU0 GSP! Expected function 76 (GSP_RM_CONTROL) (0x20800a4c 0x4).',
 }
 APPLICATION_XIDS = (13, 31, 43)
+WRAPPED_KEEP_S = 600
 USAGE_HINT = "Try 'dmesg --help' for more information.\n"
 
 
@@ -68,24 +75,52 @@ def _xid_line(model, fault, views):
     return 'NVRM: Xid (PCI:%s): %d, %s, %s' % (pci, code, who, XID_TEXT.get(code, '0000(0000) 00000000 00000000'))
 
 
-def messages(model):
+def boot_time(model, now=None):
+    """Seconds since the epoch the simulated node booted: an hour ago, or 20 minutes before its oldest fault."""
+    now = time.time() if now is None else now
+    stamps = [fault['at'] for fault in model.state['faults'] if isinstance(fault.get('at'), (int, float))]
+    return min([now - UPTIME_S] + [stamp - 1200.0 for stamp in stamps])
+
+
+def messages(model, boot=None):
     """(seconds since boot, level, text) of the ring buffer, oldest first."""
+    boot = boot_time(model) if boot is None else boot
     lines = _boot_lines(model)
     views = gpu_views.visible(model) if gpu_views.has_gpus(model) else []
     for number, fault in enumerate(fault_kinds.of_kind(model.state['faults'], 'xid')):
-        lines.append((1200.0 + 97.125 * number + 0.000321 * fault['args']['code'], 'err', _xid_line(model, fault, views)))
+        at = fault.get('at')
+        seconds = at - boot if isinstance(at, (int, float)) else 1200.0 + 97.125 * number + 0.000321 * fault['args']['code']
+        lines.append((seconds, 'err', _xid_line(model, fault, views)))
+    lines.sort(key=lambda line: line[0])
+    if fault_kinds.of_kind(model.state['faults'], 'dmesg-wrapped'):
+        newest = max(time.time() - boot, lines[-1][0])
+        lines = [line for line in lines if line[0] >= newest - WRAPPED_KEEP_S]
+        lines.insert(0, (newest - WRAPPED_KEEP_S + 1.25, 'info',
+                         'perf: interrupt took too long (2510 > 2500), lowering kernel.perf_event_max_sample_rate to 79500'))
     return lines
 
 
+def _iso(stamp):
+    moment = datetime.datetime.fromtimestamp(stamp).astimezone()
+    offset = moment.strftime('%z') or '+0000'
+    return '%s,%06d%s:%s' % (moment.strftime('%Y-%m-%dT%H:%M:%S'), moment.microsecond, offset[:3], offset[3:])
+
+
 def _parse(args):
-    """(ctime, levels) or None on a bad option."""
-    ctime = False
+    """(time format: None, 'ctime' or 'iso'; levels) or None on a bad option."""
+    ctime = None
     levels = None
     position = 0
     while position < len(args):
         arg = args[position]
         if arg in ('-T', '--ctime'):
-            ctime = True
+            ctime = 'ctime'
+        elif arg == '--time-format' and position + 1 < len(args) or arg.startswith('--time-format='):
+            value = arg.split('=', 1)[1] if '=' in arg else args[position + 1]
+            position += 0 if '=' in arg else 1
+            if value not in ('iso', 'ctime', 'raw'):
+                return None
+            ctime = None if value == 'raw' else value
         elif arg in ('-l', '--level') and position + 1 < len(args):
             position += 1
             levels = args[position].split(',')
@@ -102,16 +137,20 @@ def _parse(args):
 
 
 def run_dmesg(ctx, args):
-    """dmesg [-T] [-l|--level LIST]."""
+    """dmesg [-T|--time-format iso|ctime|raw] [-l|--level LIST]."""
     parsed = _parse(args)
     if parsed is None:
         ctx.error('dmesg: unrecognized option or level: %s\n%s' % (' '.join(args), USAGE_HINT))
         return 1
     ctime, levels = parsed
-    boot = time.time() - UPTIME_S
+    model = ctx.host_model()
+    boot = boot_time(model)
     out = []
-    for seconds, level, text in messages(ctx.host_model()):
+    for seconds, level, text in messages(model, boot):
         if levels is not None and level not in levels:
+            continue
+        if ctime == 'iso':
+            out.append('%s %s\n' % (_iso(boot + seconds), text))
             continue
         stamp = time.ctime(boot + seconds) if ctime else '%5d.%06d' % (int(seconds), round((seconds % 1) * 1e6) % 1000000)
         out.append('[%s] %s\n' % (stamp, text))
