@@ -12,6 +12,15 @@
     lab.py clear [--name N] HOST [KIND]
                                  clear a host's faults (all, or one kind)
 
+Networks, as on a real cluster: the management network (`<lab>-net`, MTU 1500,
+what Ansible and SSH use), and one network per GPU-fabric rail whose HCA port
+has an `ipv4_network` in the hardware profile (`<lab>-rail<k>-roce` at MTU
+9000, `<lab>-rail<k>-ib` at the IPoIB datagram MTU 4092). Each compute host is
+attached to every rail network of its profile, its interface named as the
+profile's netdev (`interface_name`, podman 4+) and addressed as hwsim derives
+it (`ipv4_network` + host index), so `ip addr`, `ping -I <netdev>` and
+ibdev2netdev/show_gids agree.
+
 Everything is idempotent: `up` on a running lab changes nothing, `image` with an
 unchanged recipe builds nothing, `setup` twice writes nothing the second time.
 Every podman object the lab creates carries the label aicluster.lab=<name>,
@@ -19,6 +28,7 @@ and `down` removes by that label only.
 """
 import argparse
 import hashlib
+import ipaddress
 import json
 import os
 import shutil
@@ -40,6 +50,12 @@ INVENTORY = os.path.join(REPO, 'inventories', 'lab', 'hosts.yml')
 HWSIM_INSTALL = os.path.join(HERE, 'hwsim', 'install.yml')
 HWSIM_STATE = '/var/lib/hwsim'
 DEFAULT_PROFILE = 'hgx-h100-ib'
+HWSIM_DIR = os.path.join(HERE, 'hwsim')
+# The management network carries SSH and Ansible at the usual 1500; jumbo frames live on the rails.
+MANAGEMENT_MTU = 1500
+# Rail networks by link layer: RoCE netdevs at 9000, IPoIB interfaces at the datagram MTU (IB MTU 4096 - 4).
+RAIL_MTU = {'Ethernet': 9000, 'InfiniBand': 4092}
+RAIL_SUFFIX = {'Ethernet': 'roce', 'InfiniBand': 'ib'}
 SSH_KEY = os.path.join(STATE, 'ssh', 'id_ed25519')
 # Capabilities beyond podman's defaults: sshd's PAM audit records, ping -M do
 # (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles.
@@ -199,9 +215,83 @@ def ensure_ssh_key():
 def ensure_network(lab):
     net = network_name(lab)
     if podman('network', 'exists', net, check=False).returncode != 0:
-        podman('network', 'create', '--label', '%s=%s' % (LABEL, lab), '--opt', 'mtu=9000', net)
-        log('created network %s (MTU 9000)' % net)
+        podman('network', 'create', '--label', '%s=%s' % (LABEL, lab), '--opt', 'mtu=%d' % MANAGEMENT_MTU, net)
+        log('created network %s (MTU %d)' % (net, MANAGEMENT_MTU))
+    else:
+        mtu = network_mtu(net)
+        if mtu != MANAGEMENT_MTU:
+            log('network %s has MTU %s, not %d: `lab.py down` then `up` recreates it' % (net, mtu, MANAGEMENT_MTU))
     return net
+
+
+def network_mtu(net):
+    """The MTU option of a podman network (int), or None when it has none."""
+    result = podman('network', 'inspect', net, check=False)
+    if result.returncode != 0:
+        return None
+    options = (json.loads(result.stdout) or [{}])[0].get('options') or {}
+    return int(options['mtu']) if str(options.get('mtu', '')).isdigit() else None
+
+
+def _load_profile(name):
+    if HWSIM_DIR not in sys.path:
+        sys.path.insert(0, HWSIM_DIR)
+    from hwsim import profile as hwsim_profile  # pylint: disable=import-outside-toplevel
+    return hwsim_profile, hwsim_profile.load(name, os.path.join(HWSIM_DIR, 'profiles'))
+
+
+def rail_plan(lab, profiles, loader=None):
+    """The rail networks of a lab and each host's attachments, from the hosts' hardware profiles.
+
+    ``profiles``: host -> profile name (hosts in inventory order; the host index
+    hwsim derives addresses from is the 1-based position among them).
+    Returns ``(networks, attachments)``: networks by name, each ``{subnet,
+    gateway, mtu, link_layer, rail}``; host -> [(network, ipv4, interface
+    name)]. Only GPU-fabric ports (role compute, a rail) with an
+    ``ipv4_network`` get a network; the gateway is the subnet's last address,
+    so host index 1 keeps ``.1``. Two profiles giving one rail network
+    different subnets is an error (SystemExit).
+    """
+    loader = loader or _load_profile
+    networks, attachments = {}, {}
+    for index, (host, name) in enumerate((h, p) for h, p in profiles.items() if p):
+        module, data = loader(name)
+        for hca in data.get('hcas') or []:
+            if hca.get('role') != 'compute' or hca.get('rail') is None:
+                continue
+            for port in hca.get('ports') or []:
+                if not port.get('ipv4_network') or not port.get('netdev'):
+                    continue
+                layer = port.get('link_layer') or hca.get('link_layer')
+                net = '%s-rail%d-%s' % (lab, hca['rail'], RAIL_SUFFIX.get(layer, 'eth'))
+                subnet = ipaddress.ip_network(port['ipv4_network'])
+                spec = {'subnet': str(subnet), 'gateway': str(subnet.broadcast_address - 1),
+                        'mtu': RAIL_MTU.get(layer, 9000), 'link_layer': layer, 'rail': hca['rail']}
+                if networks.setdefault(net, spec)['subnet'] != spec['subnet']:
+                    sys.exit('lab: rail network %s: profile %s puts it on %s, another profile on %s'
+                             % (net, name, spec['subnet'], networks[net]['subnet']))
+                address = module.ipv4(index + 1, port).split('/')[0]
+                attachments.setdefault(host, []).append((net, address, port['netdev']))
+    return networks, attachments
+
+
+def ensure_rail_networks(lab, networks):
+    """Create the rail networks (internal: no default route through them, no NAT)."""
+    for net, spec in sorted(networks.items()):
+        if podman('network', 'exists', net, check=False).returncode == 0:
+            continue
+        podman('network', 'create', '--label', '%s=%s' % (LABEL, lab), '--internal', '--subnet', spec['subnet'],
+               '--gateway', spec['gateway'], '--opt', 'mtu=%d' % spec['mtu'], net)
+        log('created rail network %s (%s, MTU %d, %s rail %d)' % (
+            net, spec['subnet'], spec['mtu'], spec['link_layer'], spec['rail']))
+
+
+def network_args(net, host, rails):
+    """podman run --network arguments: the management network (alias = host name), then each rail."""
+    argv = ['--network', '%s:alias=%s' % (net, host)]
+    for rail_net, address, interface in rails or []:
+        argv += ['--network', '%s:ip=%s,interface_name=%s' % (rail_net, address, interface)]
+    return argv
 
 
 def inspect(name):
@@ -215,19 +305,23 @@ def _mounts_volume(info, vol):
     return any(mount.get('Name') == vol for mount in info.get('Mounts', []))
 
 
-def ensure_container(lab, host, image, net, vol):
+def _attached(info):
+    return set((info.get('NetworkSettings') or {}).get('Networks') or {})
+
+
+def ensure_container(lab, host, image, net, vol, rails=None):
     name = container_name(lab, host)
     info = inspect(name)
-    if info and (info['Config']['Image'] != image or not _mounts_volume(info, vol)):
+    wanted = set([net] + [rail[0] for rail in rails or []])
+    if info and (info['Config']['Image'] != image or not _mounts_volume(info, vol) or _attached(info) != wanted):
         log('%s was made from an older image or layout; recreating it' % name)
         podman('rm', '-f', '-t', '10', name)
         info = None
     if info is None:
-        argv = ['run', '-d', '--name', name, '--hostname', host,
-                '--network', net, '--network-alias', host,
-                '--systemd', 'always', '--runtime', 'runc',
-                '--volume', '%s:%s' % (vol, HWSIM_STATE),
-                '--label', '%s=%s' % (LABEL, lab), '--label', '%s.host=%s' % (LABEL, host)]
+        argv = ['run', '-d', '--name', name, '--hostname', host] + network_args(net, host, rails)
+        argv += ['--systemd', 'always', '--runtime', 'runc',
+                 '--volume', '%s:%s' % (vol, HWSIM_STATE),
+                 '--label', '%s=%s' % (LABEL, lab), '--label', '%s.host=%s' % (LABEL, host)]
         for cap in CAPABILITIES:
             argv += ['--cap-add', cap]
         podman(*(argv + [image]))
@@ -340,7 +434,9 @@ def cmd_up(args):
     vol = ensure_volume(args.name)
     hosts = host_names(args.compute)
     profiles = host_profiles(hosts, args.profile, args.host_profile)
-    names = [ensure_container(args.name, host, image, net, vol) for host in hosts]
+    rail_networks, rails = rail_plan(args.name, profiles) if not args.no_hwsim else ({}, {})
+    ensure_rail_networks(args.name, rail_networks)
+    names = [ensure_container(args.name, host, image, net, vol, rails.get(host)) for host in hosts]
     addresses = {}
     for host, name in zip(hosts, names):
         wait_running(name)

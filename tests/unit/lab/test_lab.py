@@ -76,3 +76,39 @@ def test_bad_profile_choices_are_refused_by_name(override):
     with pytest.raises(SystemExit) as exc:
         lab.host_profiles(lab.host_names(2), 'hgx-h100-ib', [override])
     assert 'profile' in str(exc.value)
+
+
+def test_rail_networks_from_the_profiles_ib_and_roce():
+    lab = _lab()
+    networks, attachments = lab.rail_plan('demo', {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-h100-ib'})
+    assert sorted(networks) == ['demo-rail%d-ib' % rail for rail in range(8)]
+    assert networks['demo-rail0-ib'] == {'subnet': '10.110.0.0/24', 'gateway': '10.110.0.254', 'mtu': 4092,
+                                         'link_layer': 'InfiniBand', 'rail': 0}
+    # hwsim's address (ipv4_network + host index) on the profile's netdev name; the storage NIC has no rail network
+    assert attachments['gpu02'][:2] == [('demo-rail0-ib', '10.110.0.2', 'ibp24s0'), ('demo-rail1-ib', '10.110.1.2', 'ibp64s0')]
+    assert len(attachments['gpu01']) == 8
+    networks, attachments = lab.rail_plan('demo', {'gpu01': 'hgx-h100-roce', 'gpu02': 'hgx-h100-roce'})
+    assert networks['demo-rail7-roce']['mtu'] == 9000 and networks['demo-rail7-roce']['subnet'] == '10.100.7.0/24'
+    assert ('demo-rail0-roce', '10.100.0.1', 'enp24s0np0') in attachments['gpu01']
+    assert not any(net.endswith('storage') or address.startswith('10.10.') for net, address, dummy in attachments['gpu01'])
+
+
+def test_rail_networks_mixed_lab_and_the_management_network_at_1500():
+    lab = _lab()
+    assert lab.MANAGEMENT_MTU == 1500
+    networks, attachments = lab.rail_plan('demo', {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-h100-roce'})
+    assert len(networks) == 16 and attachments['gpu02'][0] == ('demo-rail0-roce', '10.100.0.2', 'enp24s0np0')
+    argv = lab.network_args('demo-net', 'gpu02', attachments['gpu02'][:1])
+    assert argv == ['--network', 'demo-net:alias=gpu02', '--network', 'demo-rail0-roce:ip=10.100.0.2,interface_name=enp24s0np0']
+
+
+def test_rail_networks_with_conflicting_subnets_stop():
+    lab = _lab()
+
+    def loader(name):
+        module, data = lab._load_profile('hgx-h100-roce')
+        if name == 'other':
+            data['hcas'][0]['ports'][0]['ipv4_network'] = '10.101.0.0/24'
+        return module, data
+    with pytest.raises(SystemExit, match='demo-rail0-roce'):
+        lab.rail_plan('demo', {'gpu01': 'hgx-h100-roce', 'gpu02': 'other'}, loader=loader)
