@@ -64,6 +64,9 @@ KINDS = {
     'link-width': ((('hca', _text), ('width', _width)), 'link trained at a narrower width, e.g. 1X'),
     'link-speed': ((('hca', _text), ('gbps', _speed)), 'link trained at a lower lane speed, e.g. 53.125'),
     'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
+    'gdr-broken': ((('fraction', _fraction),), 'perftest --use_cuda (GPUDirect RDMA) at FRACTION of normal; 0: GPU memory registration '
+                   'fails (no nvidia_peermem); host memory unaffected'),
+    'memlock': ((('kib', _non_negative_int),), "locked-memory limit KIB: perftest buffers above it fail with \"Couldn't allocate MR\""),
     'gpu-missing': ((('index', _non_negative_int),), 'GPU INDEX not visible to the driver'),
     'nvlink-down': ((('gpu', _non_negative_int), ('link', _non_negative_int)), 'NVLink LINK of GPU inactive'),
     'dcgm-diag-fail': ((('test', _diag_test),), 'dcgmi diag reports TEST (e.g. memory, pcie, "GPU Memory", memory:3) failed on GPU 0 or GPU'),

@@ -20,6 +20,23 @@ ethernet_client_connect()/ethernet_server_connect()/establish_connection().
 
 A server waits at most $HWSIM_PERFTEST_TIMEOUT seconds (default 60) for its
 client and for each message; a client waits as long for the server's answers.
+
+Field behaviour (issue 11):
+
+- one QP with messages of 1 MiB or more reaches 75-90% of the line rate
+  (ConnectX-7 at NDR: 284-365 Gb/s, NVIDIA/nccl #2409), the figure varying
+  with the pair and TCP port (seeded, so a rerun gives the same number); 2 or
+  more QPs reach the profile's ``perftest.efficiency``;
+- a ``-x`` GID index whose entry is empty fails as the QP transition does
+  ("Failed to modify QP <qpn> to RTR", " Unable to Connect the HCA's through
+  the link"); RoCE v1 against v2 fails with a completion error;
+- ``--use_cuda=N`` prints perftest's CUDA start-up lines and uses GPU N; the
+  ``gdr-broken FRACTION`` fault makes it reach FRACTION of the bandwidth (0: the
+  memory registration fails, as without nvidia_peermem); host memory is not
+  affected;
+- ``memlock KIB``: buffers larger than the locked-memory limit fail with
+  "Couldn't allocate MR" (the memory lock limit of a container or service);
+- ``--tclass=N`` is accepted (it only marks packets).
 """
 import json
 import os
@@ -27,7 +44,9 @@ import random
 import socket
 import time
 
+from hwsim import faults as fault_kinds
 from hwsim.model import pid
+from hwsim.tools import gpus as gpu_views
 
 DEF_PORT = 18515
 DEFAULT_TIMEOUT = 60.0
@@ -57,13 +76,19 @@ BASE_LATENCY_US = {('InfiniBand', 'write'): 0.99, ('InfiniBand', 'send'): 1.05, 
                    ('Ethernet', 'write'): 1.52, ('Ethernet', 'send'): 1.61, ('Ethernet', 'read'): 2.88}
 PORT_STATES = {'Down': 'Down', 'Initializing': 'Init', 'Armed': 'Armed', 'Active': 'Active'}
 DEFAULT_EFFICIENCY = 0.95
+# One QP with messages of at least this size stays below line rate: between these fractions of it.
+SINGLE_QP_MIN_BYTES = 1048576
+SINGLE_QP_EFFICIENCY = (0.75, 0.90)
+MR_FAILED = "Couldn't allocate MR\nfailed to create mr\nFailed to create MR\n Couldn't create IB resources\n"
 # (argument-taking short options, long option -> short option)
 WITH_VALUE = {'-d': 'device', '-i': 'ib_port', '-x': 'gid_index', '-s': 'size', '-n': 'iters', '-D': 'duration',
               '-q': 'qps', '-p': 'port'}
 LONG = {'--ib-dev': '-d', '--ib-port': '-i', '--gid-index': '-x', '--size': '-s', '--iters': '-n',
         '--duration': '-D', '--qp': '-q', '--port': '-p', '--all': '-a', '--bidirectional': '-b', '--CPU-freq': '-F'}
+# long options taking a value (``--use_cuda=0`` or ``--use_cuda 0``)
+LONG_VALUE = {'--use_cuda': 'use_cuda', '--tclass': 'tclass'}
 FLAGS = {'-a': 'all', '-b': 'bidirectional', '-F': 'cpu_freq', '--report_gbits': 'report_gbits'}
-INT_OPTIONS = ('ib_port', 'gid_index', 'size', 'iters', 'duration', 'qps', 'port')
+INT_OPTIONS = ('ib_port', 'gid_index', 'size', 'iters', 'duration', 'qps', 'port', 'use_cuda', 'tclass')
 
 
 class PerftestError(Exception):
@@ -86,7 +111,7 @@ def _defaults(kind):
     return {'device': None, 'ib_port': 1, 'gid_index': -1, 'size': 65536 if kind == 'bw' else 2,
             'iters': 5000 if kind == 'bw' else 1000, 'duration': None, 'qps': 1, 'port': DEF_PORT,
             'all': False, 'bidirectional': False, 'cpu_freq': False, 'report_gbits': False,
-            'output': None, 'server': None}
+            'output': None, 'server': None, 'use_cuda': None, 'tclass': None}
 
 
 def _split_long(arg):
@@ -107,6 +132,14 @@ def parse_args(name, args):
         position += 1
         if arg == '--output':
             opts['output'] = inline
+            continue
+        if arg in LONG_VALUE:
+            if inline is None:
+                if position >= len(args):
+                    raise PerftestError("%s: option '%s' requires an argument\n Parser function exited with Error\n" % (name, arg))
+                inline = args[position]
+                position += 1
+            opts[LONG_VALUE[arg]] = inline
             continue
         arg = LONG.get(arg, arg)
         if arg in FLAGS:
@@ -188,8 +221,79 @@ def local_dest(ctx, device, view, efficiency, opts):
     fraction = view.faults.get('hca-bw-low', {}).get('fraction', 1.0)
     return {'host': ctx.host, 'device': device, 'link_layer': view.link_layer, 'rate': view.rate, 'lid': view.lid,
             'mtu': min(int(view.mtu), 4096), 'gid_index': gid_index,
-            'gid': _gid_bytes(view, gid_index) if gid_index > -1 else None, 'efficiency': efficiency,
-            'bw_fraction': fraction, 'qps': qps}
+            'gid': _gid_bytes(view, gid_index) if gid_index > -1 else None, 'gid_version': _gid_version(view, gid_index),
+            'efficiency': efficiency, 'bw_fraction': fraction, 'gdr_fraction': 1.0, 'qps': qps}
+
+
+def _gid_version(view, index):
+    """RoCE version of the GID table entry at ``index`` ('v1', 'v2'), or None."""
+    for number, _text, version, _address in view.gids:
+        if number == index:
+            return version
+    return None
+
+
+def _last_fault(ctx, kind):
+    """The arguments of the latest fault of ``kind`` on this host, or None."""
+    found = fault_kinds.of_kind(ctx.host_model().state['faults'], kind)
+    return found[-1]['args'] if found else None
+
+
+def cuda_lines(ctx, opts, dest):
+    """--use_cuda: perftest's CUDA start-up lines (stdout) and the GPU's GPUDirect fraction, or PerftestError.
+
+    perftest's cuda_memory.c: the device list, "Picking device No. N", the
+    context and the cuMemAlloc() of the buffer; with ``gdr-broken 0`` the
+    memory registration of GPU memory fails (no nvidia_peermem).
+    """
+    model = ctx.host_model()
+    views = gpu_views.visible(model)
+    lines = ['initializing CUDA\n']
+    if not views:
+        raise PerftestError('There are no available device(s) that support CUDA\n Couldn\'t create IB resources\n')
+    if opts['use_cuda'] >= len(views):
+        raise PerftestError('No such device ID (%d) exists in system\n Couldn\'t create IB resources\n' % opts['use_cuda'])
+    lines.append('Listing all CUDA devices in system:\n')
+    for view in views:
+        bus = view.pci_bus_id.split(':')
+        lines.append('CUDA device %d: PCIe address is %s:%s\n' % (view.index, bus[-2].upper(), bus[-1].split('.')[0].upper()))
+    chosen = views[opts['use_cuda']]
+    size = opts['size'] * opts['qps'] * (2 if opts['bidirectional'] else 1)
+    address = 0x7f3c00000000 + chosen.index * 0x200000000
+    lines += ['\nPicking device No. %d\n' % chosen.index, '[pid = %d, dev = %d] device name = [%s]\n' % (pid(), chosen.index, chosen.name),
+              'creating CUDA Ctx\n', 'making it the current CUDA Ctx\n', 'cuMemAlloc() of a %d bytes GPU buffer\n' % size,
+              'allocated GPU buffer address at %016x pointer=%#x\n' % (address, address)]
+    broken = _last_fault(ctx, 'gdr-broken')
+    if broken is not None and broken['fraction'] == 0:
+        raise PerftestError(''.join(lines) + MR_FAILED)
+    dest['gdr_fraction'] = broken['fraction'] if broken is not None else 1.0
+    return ''.join(lines)
+
+
+def check_memlock(ctx, opts):
+    """The host-memory buffers against the ``memlock KIB`` fault's limit; PerftestError as perftest's MR failure."""
+    limit = _last_fault(ctx, 'memlock')
+    if limit is None or opts['use_cuda'] is not None:
+        return
+    size = opts['size'] * opts['qps'] * (2 if opts['bidirectional'] else 1)
+    if size > limit['kib'] * 1024:
+        raise PerftestError(MR_FAILED)
+
+
+def connect_qps(local, remote, side):
+    """ctx_connect(): the QPs' move to RTR with the local GID against the remote one, or PerftestError.
+
+    An empty (all-zero) local GID entry makes ibv_modify_qp fail as a wrong
+    ``-x`` does; RoCE v1 against v2 connects but no packet arrives (transport
+    retry counter exceeded on the first completion).
+    """
+    if local['gid_index'] > -1 and not any(local['gid'] or []):
+        raise PerftestError("Failed to modify QP %d to RTR\n Unable to Connect the HCA's through the link\n" % local['qps'][0]['qpn'])
+    if remote['gid_index'] > -1 and not any(remote.get('gid') or []):
+        raise PerftestError(' Failed to exchange data between server and clients\n')
+    if local['link_layer'] == 'Ethernet' and local.get('gid_version') and remote.get('gid_version') \
+            and local['gid_version'] != remote['gid_version']:
+        raise PerftestError('Completion with error at %s\nFailed status 12: wr_id 0 syndrom 0x81\nscnt=128, ccnt=0\n' % side)
 
 
 def _c_alt_hex(value, width):
@@ -251,9 +355,23 @@ def test_info(name, opts, local, remote, server):
 
 
 def link_gbps(local, remote):
-    """Bandwidth both ends allow (Gb/s): min(rates) x min(efficiencies) x hca-bw-low fractions of both ends."""
+    """Bandwidth both ends allow (Gb/s): min(rates) x min(efficiencies) x hca-bw-low (and gdr-broken) fractions of both ends."""
     rate = min(local['rate'], remote['rate'])
-    return rate * min(local['efficiency'], remote['efficiency']) * local['bw_fraction'] * remote['bw_fraction']
+    fractions = [dest.get(key, 1.0) for dest in (local, remote) for key in ('bw_fraction', 'gdr_fraction')]
+    product = 1.0
+    for fraction in fractions:
+        product *= fraction
+    return rate * min(local['efficiency'], remote['efficiency']) * product
+
+
+def qp_efficiency(opts, size, local, remote):
+    """The share of the line rate one run reaches for its QP count: 1.0 with 2+ QPs or below 1 MiB; with 1 QP at
+    MB sizes a figure in SINGLE_QP_EFFICIENCY, seeded by both hosts, the HCA, the TCP port and the size."""
+    if opts['qps'] >= 2 or size < SINGLE_QP_MIN_BYTES:
+        return 1.0
+    rng = random.Random('%s/%s/%s/%d/%d' % (local['host'], remote['host'], local['device'], opts['port'], size))
+    low, high = SINGLE_QP_EFFICIENCY
+    return (low + (high - low) * rng.random()) / max(local['efficiency'], remote['efficiency'], 1e-9)
 
 
 def bw_at(size, line_gbps, qps):
@@ -271,11 +389,12 @@ def sizes(opts):
     return [opts['size']]
 
 
-def bw_rows(opts, gbps):
+def bw_rows(opts, gbps, local=None, remote=None):
     """(size, iterations, peak, average, msg rate) rows in the report's units."""
     rows = []
     for size in sizes(opts):
-        average = bw_at(size, gbps, opts['qps']) * (2 if opts['bidirectional'] else 1)
+        share = qp_efficiency(opts, size, local, remote) if local and remote else 1.0
+        average = bw_at(size, gbps, opts['qps']) * share * (2 if opts['bidirectional'] else 1)
         msg_rate = average * 1e9 / 8 / size / 1e6
         iterations = opts['iters']
         peak = average * 1.0003
@@ -307,7 +426,7 @@ def report(name, opts, local, remote):
     _title, kind, verb = TESTS[name]
     gbps = link_gbps(local, remote)
     if kind == 'bw':
-        rows = bw_rows(opts, gbps)
+        rows = bw_rows(opts, gbps, local, remote)
         if opts['output'] == 'bandwidth':
             return ''.join('%f\n' % row[3] for row in rows)
         if opts['output'] == 'message_rate':
@@ -412,12 +531,23 @@ def accept(listener, timeout):
     return conn
 
 
+def _resources(ctx, opts, dest):
+    """ctx_init() after the connection: the memory region (memlock) and, with --use_cuda, the GPU buffer."""
+    check_memlock(ctx, opts)
+    if opts['use_cuda'] is not None:
+        text = cuda_lines(ctx, opts, dest)
+        if opts['output'] is None:
+            _write(ctx, text)
+
+
 def run_client(ctx, name, opts, dest, timeout):
     channel = Channel(connect(opts, timeout))
     try:
+        _resources(ctx, opts, dest)
         channel.send(_hello(name, opts, dest))
         remote = _check_peer(name, opts, channel.receive())
         _write(ctx, _header(name, opts, dest, remote, False))
+        connect_qps(dest, remote, 'client')
         if opts['duration'] is not None:
             time.sleep(min(opts['duration'], 0.2))
         text = report(name, opts, dest, remote)
@@ -437,9 +567,11 @@ def run_server(ctx, name, opts, dest, timeout):
         _write(ctx, BANNER)
     channel = Channel(accept(listener, timeout))
     try:
+        _resources(ctx, opts, dest)
         remote = _check_peer(name, opts, channel.receive())
         channel.send(_hello(name, opts, dest))
         _write(ctx, _header(name, opts, dest, remote, True))
+        connect_qps(dest, remote, 'server')
         text = channel.receive()['report']
         _write(ctx, text)
         channel.send({'done': True})
