@@ -194,29 +194,43 @@ _RECORDS = (
           measures='`nvidia-smi nvlink -s`: every link active',
           default="`verify_gpu_nvlinks_per_gpu`, or as many as the node's best GPU",
           source='NVLink4 H100 SXM has 18 links, A100 SXM 12'),
-    Check('gpu.nvlink_errors', 'gpu', 'NVLink error counters under the limits', 'lower', None,
-          'clear the NVLink counters on {node} and rerun nccl-tests; open a hardware ticket if they keep rising',
-          measures='`nvidia-smi nvlink -e` per link',
-          default='replay 100, recovery 0, CRC 100',
-          source='own: NVIDIA publishes no acceptance limit for these counters; recovery means the link retrained'),
-    Check('gpu.xid', 'gpu', 'no fatal Xid in the kernel log since boot', 'state', None,
-          "look up Xid {measured} in NVIDIA's Xid catalogue; drain {node}, reboot, and open a hardware ticket for {subject} if it recurs",
-          measures='NVRM Xid lines in `dmesg` (kernel log since boot)',
-          default='none of 48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140',
-          source=('NVIDIA Xid catalog (docs.nvidia.com/deploy/xid-errors): 48 DBE, 63/64 page retirement / row remap '
-                  'events, 74 NVLink, 79 fallen off the bus, 94/95 contained/uncontained ECC, 119/120 GSP, 140 '
-                  'unrecovered ECC; application Xids (13, 31, 43) are not in the list')),
-    Check('gpu.processes', 'gpu', 'no stray processes on the GPUs', 'lower', None,
+    Check('gpu.nvlink_errors', 'gpu', 'NVLink error counters did not rise over the run beyond the limits', 'lower', None,
+          'rerun the DCGM diagnostic and nccl-tests on {node}; reseat the baseboard cables or open a hardware ticket if the '
+          'counters keep rising',
+          measures=('`nvidia-smi nvlink -e` per link, read at the role\'s start and after the DCGM diagnostic; legacy names '
+                    '(Replay/Recovery/CRC) and the R570+ NVLink 5 set (Rx Errors, Link recovery failed events, Effective '
+                    'Errors...); a GPU with active NVLinks and no readable counter fails'),
+          default=('rise per link: replay 100, recovery 0, CRC 100; R570+: malformed packet, buffer overrun, Rx, Rx remote, '
+                   'local link integrity, link recovery failed, effective errors 0; counts since driver load only with '
+                   '`verify_gpu_nvlink_error_absolute_max`'),
+          source=('own: NVIDIA publishes no acceptance limit for these counters; a rise during the active tests is the '
+                  'signal, counts since the driver loaded grow with uptime (issue 11); R570+ names as a 595 driver prints '
+                  'them; recovery means the link retrained')),
+    Check('gpu.xid', 'gpu', 'no Xid needing a GPU reset, reboot or support since the last check', 'state', None,
+          "look up Xid {measured} in NVIDIA's Xid catalog; drain {node}, reset the GPU or reboot, and open a hardware ticket "
+          "for {subject} if it recurs",
+          measures=('NVRM Xid lines of `dmesg --time-format iso` after the cursor the last check kept in '
+                    '`verify_gpu_state_file`; a ring buffer that no longer reaches back to it is said, not failed'),
+          default=('buckets RESET_GPU, REBOOT, CONTACT_SUPPORT fail (48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 143; 154 by '
+                   'the action it names); RESTART_APP (13, 31, 43, 94...), IGNORE (45, 92), 63 and 144-150 listed only; '
+                   'plus `verify_gpu_fatal_xids`'),
+          source=('NVIDIA Xid catalog, Resolution Bucket (Immediate Action) '
+                  '(docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html); table in plugins/module_utils/kernel_log.py; '
+                  '63 is a row-remap event whose state gpu.row_remap reads; 144-150 (NVLink 5) act through the Xid 154 that '
+                  'follows')),
+    Check('gpu.processes', 'gpu', 'no stray processes on the GPUs (a Slurm job\'s own are busy, not stray)', 'lower', None,
           'stop the stray GPU processes on {node} (nvidia-smi --query-compute-apps=pid,name) before it takes jobs',
-          measures='`--query-compute-apps`',
-          default='none (`verify_gpu_allowed_processes`)',
-          source='leftover processes after a job'),
-    Check('gpu.dcgm_diag', 'gpu', 'dcgmi diag passes', 'state', None,
-          "rerun dcgmi diag -r 3 on {node}, and open a hardware ticket with the failing test's output",
-          measures='`dcgmi diag -r 2`',
-          default='`pass` (warn fails unless `verify_gpu_dcgm_allow_warn`)',
-          source=('DCGM diagnostics user guide: level 1 deployment checks, 2 adds PCIe/memory/diagnostic (minutes), 3 '
-                  'long stress')),
+          measures='`--query-compute-apps`, and `/proc/<pid>/cgroup` of each PID (a Slurm job cgroup: busy GPU, not tested)',
+          default='none outside a Slurm job (`verify_gpu_allowed_processes`)',
+          source='leftover processes after a job; Slurm cgroup paths (v1 /slurm/uid_N/job_M, v2 slurmstepd.scope/job_M) (issue 11)'),
+    Check('gpu.dcgm_diag', 'gpu', 'dcgmi diag passes and skipped none of its CUDA tests', 'state', None,
+          "rerun dcgmi diag -r 3 on {node}, and open a hardware ticket with the failing test's output; on 'DCGM plugin missing' "
+          "install datacenter-gpu-manager-4-cuda<major>",
+          measures='`dcgmi diag -r 2` (levels 1-4; 2-4 not in check mode)',
+          default='`pass` (warn fails unless `verify_gpu_dcgm_allow_warn`); a Skip of a CUDA test fails',
+          source=('DCGM diagnostics user guide: level 1 deployment checks, 2 adds PCIe/memory (minutes), 3 long stress, 4 '
+                  'extended; DCGM 4 reports its CUDA tests Skip without the datacenter-gpu-manager-4-cuda<major> package '
+                  '(issue 11)')),
     Check('nccl.busbw', 'nccl', 'single-node all_reduce bus bandwidth over the threshold', 'higher', 'GB/s',
           'run all_reduce_perf on {node} alone; check NVLink/NVSwitch (nvidia-smi nvlink -s, fabric manager), GPU clocks and power',
           measures='busbw at sizes >= 1 GiB (the largest if none), run with `NCCL_ALGO=Ring` (`verify_nccl_algorithm`)',
