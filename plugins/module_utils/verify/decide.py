@@ -71,7 +71,7 @@ def perftest_plan(observations, expected):
 
 def perftest_tests(pairs, outcome, base_port, test=None):
     """The tests of one round of ``test`` for ``pairs`` of the plan."""
-    return _perftest.round_tests(pairs, outcome['endpoints'], base_port, test=test)
+    return _perftest.round_tests(pairs, outcome['endpoints'], base_port, test=test, options=outcome.get('options'))
 
 
 def perftest_round(outcome, async_results, expected):
@@ -92,7 +92,7 @@ def nccl(observations, expected):
 def nccl_multi_node(outcome, run, expected):
     """Area nccl, across nodes: the single-node outcome completed with the multi-node run's result."""
     multi = _nccl.decide_nccl_multi_node(run, dict(expected, model=outcome.get('model')))
-    return dict(outcome, cluster=multi['cluster'], multi_node=multi['summary'])
+    return dict(outcome, cluster=multi['cluster'], multi_node=multi['summary'], fleet=multi['fleet'])
 
 
 def ready_nodes(variables, slurm_nodes, nodes):

@@ -16,6 +16,7 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import expected_keys, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl_bisect
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, parse_once, ran
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -248,27 +249,72 @@ def network_limit(ib_outcome, participants, fraction):
     return round(float(fraction) * max(totals), 2) if totals else None
 
 
+def _judge(run, nodes, limit, expected):
+    """evaluate_multi_node for one registered srun result over ``nodes``."""
+    launch_error = ''
+    if (run.get('rc') or 0) != 0:
+        said = [line for line in (run.get('stderr') or '').splitlines() if line]
+        launch_error = 'srun exited %s: %s' % (run.get('rc'), said[-1] if said else 'no message')
+    per_node = int(expected.get('node_ranks') or 0)
+    launched = {'nodes': nodes, 'ranks': per_node * len(nodes)} if per_node else None
+    return evaluate_multi_node(parse(run.get('stdout')), limit, nodes, expected.get('large_bytes') or 1 << 30,
+                               launch_error, launched, run.get('stdout') or '')
+
+
+def _bisect(participants, first, limit, expected):
+    """The bisection after a failed run (``nccl_bisect``): its state, the runs judged, and node -> [result] for
+    the nodes it localised the failure on (drained like any node fault, within the gate's breaker)."""
+    runs = {frozenset(participants): False}
+    judged = []
+    for item in expected.get('bisect_runs') or []:
+        nodes = sorted(item.get('nodes') or [])
+        if len(nodes) < 2 or not ran(item):
+            continue
+        summary = _judge(item, nodes, limit, expected)['summary']
+        runs[frozenset(nodes)] = bool(summary['passed'])
+        judged.append({'nodes': nodes, 'busbw': summary['busbw'], 'passed': bool(summary['passed'])})
+    state = nccl_bisect.plan(participants, runs)
+    fleet = {}
+    for node in state['culprits']:
+        with_node = [run for run in judged if node in run['nodes'] and not run['passed']]
+        fleet[node] = [new_result(
+            'nccl.multi_node_busbw', 'bisection', min([r['busbw'] for r in with_node if r['busbw'] is not None] or [None]),
+            limit, False, 'the failed %d-node run (%s GB/s) is localised to this node: %d runs with it failed, the runs '
+            'without it passed; check its HCAs (perftest), NCCL_IB_HCA and GPU-NIC affinity' % (
+                len(participants), fmt(first['busbw']) if first['busbw'] is not None else 'none', len(with_node)), unit='GB/s')]
+    return dict(state, runs=judged), fleet
+
+
 def decide_nccl_multi_node(run, expected):
     """The multi-node decision: ``run`` the registered srun command (skipped: no run), ``expected``:
     ``participants``, ``busbw_table``, ``busbw_min_gbs``, ``model``, ``large_bytes``, ``slurm_error`` (why Slurm
-    could not be read, or empty), ``ranks`` (GPUs launched in all), ``network_fraction`` and ``ib_outcome`` (the
-    verify_ib outcome: the bar is then the fraction of the nodes' GPU-fabric bandwidth). Returns
-    ``{'cluster', 'summary'}``: cluster-level results that fail the verdict and drain nobody."""
+    could not be read, or empty), ``node_ranks`` (GPUs per node in the run), ``network_fraction`` and
+    ``ib_outcome`` (the verify_ib outcome: the bar is then the fraction of the nodes' GPU-fabric bandwidth),
+    ``bisect`` (bool) and ``bisect_runs`` (the reruns so far, registered srun results with their ``nodes``).
+    Returns ``{'cluster', 'summary', 'fleet'}``: cluster-level results that fail the verdict and drain nobody,
+    and the nodes the bisection localised the failure on; ``summary.bisect`` says what to rerun next.
+    """
     participants = list(expected.get('participants') or [])
     if not ran(run):
         why = ('Slurm unreachable: %s' % expected['slurm_error']) if expected.get('slurm_error') is not None else \
             'fewer than two nodes passed and are in service'
-        return {'cluster': [], 'summary': {'nodes': participants, 'passed': None, 'skipped': why}}
+        return {'cluster': [], 'fleet': {}, 'summary': {'nodes': participants, 'passed': None, 'skipped': why}}
     limit = None
     if expected.get('busbw_min_gbs') in (None, '', 0, '0'):
         limit = network_limit(expected.get('ib_outcome'), participants, expected.get('network_fraction'))
     if limit is None:
         limit = threshold(expected.get('busbw_table'), expected.get('model') or '', expected.get('busbw_min_gbs'))
-    launch_error = ''
-    if (run.get('rc') or 0) != 0:
-        said = [line for line in (run.get('stderr') or '').splitlines() if line]
-        launch_error = 'srun exited %s: %s' % (run.get('rc'), said[-1] if said else 'no message')
-    launched = {'nodes': participants, 'ranks': expected['ranks']} if expected.get('ranks') else None
-    evaluated = evaluate_multi_node(parse(run.get('stdout')), limit, participants, expected.get('large_bytes') or 1 << 30,
-                                    launch_error, launched, run.get('stdout') or '')
+    evaluated = _judge(run, participants, limit, expected)
+    evaluated['fleet'] = {}
+    summary = evaluated['summary']
+    launch_ok = all(result['passed'] for result in evaluated['cluster'] if result['check'] == 'nccl.multi_node_launch')
+    if expected.get('bisect') and not summary['passed'] and launch_ok and not summary['errors'] and limit is not None \
+            and len(participants) >= 2:
+        summary['bisect'], evaluated['fleet'] = _bisect(participants, summary, limit, expected)
+        state = summary['bisect']
+        busbw = evaluated['cluster'][-1]
+        busbw['message'] += ('; bisection: localised to %s' % ', '.join(state['culprits']) if state['culprits'] else
+                             '; bisection: not localised to a node (%s)' % '; '.join(
+                                 ', '.join(nodes) for nodes in state['unresolved']) if state['done'] else
+                             '; bisection stopped before it localised the failure (verify_nccl_bisect_rounds)')
     return evaluated

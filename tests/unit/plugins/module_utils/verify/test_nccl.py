@@ -110,14 +110,14 @@ def test_nccl_multi_node_without_pmi_is_not_one_job():
     level (no node is drained for it)."""
     nodes = ['gpu01', 'gpu02', 'gpu03']
     run = {'rc': 0, 'stdout': _independent_runs(nodes), 'stderr': ''}
-    out = nccl.decide_nccl_multi_node(run, {'participants': nodes, 'busbw_table': {'h100': 300}, 'ranks': 24,
+    out = nccl.decide_nccl_multi_node(run, {'participants': nodes, 'busbw_table': {'h100': 300}, 'node_ranks': 8,
                                             'model': 'NVIDIA H100 80GB HBM3'})
     launch, busbw = out['cluster']
     assert launch['check'] == 'nccl.multi_node_launch' and not launch['passed']
     assert '3 separate runs' in launch['message'] and '--mpi=pmix' in launch['message']
     assert launch['measured'] == '24 ranks on 3 hosts' and launch['threshold'] == '24 ranks on 3 hosts'
     assert not busbw['passed'] and busbw['measured'] == 459.8 and 'nccl.multi_node_launch' in busbw['message']
-    assert 'fleet' not in out and 'nodes' not in out
+    assert out['fleet'] == {} and 'nodes' not in out  # nobody is drained for it (and no bisection: not a node fault)
 
 
 def test_nccl_multi_node_one_job_passes_and_socket_fallback_fails():
@@ -126,7 +126,7 @@ def test_nccl_multi_node_one_job_passes_and_socket_fallback_fails():
     ranks = ''.join('#  Rank %2d Group  0 Pid  %d on %s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n'
                     % (8 * n + r, 4000 + r, host, r, r) for n, host in enumerate(nodes) for r in range(8))
     text = text.replace(''.join(line + '\n' for line in text.splitlines() if line.startswith('#  Rank')), ranks)
-    expected = {'participants': nodes, 'busbw_table': {'h100': 300}, 'ranks': 16, 'model': 'NVIDIA H100 80GB HBM3'}
+    expected = {'participants': nodes, 'busbw_table': {'h100': 300}, 'node_ranks': 8, 'model': 'NVIDIA H100 80GB HBM3'}
     out = nccl.decide_nccl_multi_node({'rc': 0, 'stdout': 'gpu01:1:1 [0] NCCL INFO Using network IB\n' + text}, expected)
     assert [r['passed'] for r in out['cluster']] == [True, True]
     assert out['cluster'][0]['message'] == 'one job of 16 ranks on 2 hosts, network IB'
@@ -198,7 +198,7 @@ def test_decide_nccl_failed_gpu_info_and_skipped_run():
 
 def test_decide_nccl_multi_node_skipped_and_run():
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': ['a'], 'slurm_error': None})
-    assert out == {'cluster': [], 'summary': {'nodes': ['a'], 'passed': None,
+    assert out == {'cluster': [], 'fleet': {}, 'summary': {'nodes': ['a'], 'passed': None,
                                             'skipped': 'fewer than two nodes passed and are in service'}}
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': [], 'slurm_error': 'scontrol: timeout'})
     assert out['summary']['skipped'] == 'Slurm unreachable: scontrol: timeout'
@@ -207,3 +207,30 @@ def test_decide_nccl_multi_node_skipped_and_run():
                                             'model': 'NVIDIA H100 80GB HBM3'})
     assert [r['check'] for r in out['cluster']] == ['nccl.multi_node_busbw'] and out['summary']['threshold'] == 300.0
     assert out['summary']['errors'][0] == 'srun exited 1: srun: error: Unable to allocate resources'
+
+
+def test_a_failed_run_is_bisected_and_only_a_localised_node_is_blamed():
+    """A slow HCA on gpu03 drags a 4-node run below the bar: halves, then pairs with a good node, blame gpu03 only."""
+    nodes = ['gpu01', 'gpu02', 'gpu03', 'gpu04']
+
+    def srun(members):
+        text = _independent_runs(['x'], 250.0 if 'gpu03' in members else 360.0).replace('nGpus 8', 'nGpus 1')
+        ranks = ''.join('#  Rank %2d Group  0 Pid  %d on %s device %2d [0x%02x] NVIDIA H100 80GB HBM3\n'
+                        % (8 * n + r, 4000 + r, host, r, r) for n, host in enumerate(members) for r in range(8))
+        text = text.replace(''.join(line + '\n' for line in text.splitlines() if line.startswith('#  Rank')), ranks)
+        return {'rc': 0, 'stdout': text, 'nodes': list(members)}
+    expected = {'participants': nodes, 'busbw_table': {'h100': 300}, 'node_ranks': 8, 'model': 'NVIDIA H100 80GB HBM3',
+                'bisect': True, 'bisect_runs': []}
+    reruns = []
+    for dummy in range(6):
+        out = nccl.decide_nccl_multi_node(srun(nodes), dict(expected, bisect_runs=reruns))
+        state = out['summary']['bisect']
+        if state['done']:
+            break
+        reruns += [srun(members) for members in state['pending']]
+    assert state['culprits'] == ['gpu03'] and list(out['fleet']) == ['gpu03']
+    blame = out['fleet']['gpu03'][0]
+    assert blame['check'] == 'nccl.multi_node_busbw' and blame['subject'] == 'bisection' and not blame['passed']
+    assert 'localised to gpu03' in out['cluster'][-1]['message'] and not out['cluster'][-1]['passed']
+    # without bisection (or a launch problem) nobody is blamed
+    assert nccl.decide_nccl_multi_node(srun(nodes), dict(expected, bisect=False))['fleet'] == {}
