@@ -199,7 +199,7 @@ def test_decide_nccl_failed_gpu_info_and_skipped_run():
 def test_decide_nccl_multi_node_skipped_and_run():
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': ['a'], 'slurm_error': None})
     assert out == {'cluster': [], 'fleet': {}, 'summary': {'nodes': ['a'], 'passed': None,
-                                            'skipped': 'fewer than two nodes passed and are in service'}}
+                                                           'skipped': 'fewer than two nodes passed and are in service'}}
     out = nccl.decide_nccl_multi_node({'skipped': True}, {'participants': [], 'slurm_error': 'scontrol: timeout'})
     assert out['summary']['skipped'] == 'Slurm unreachable: scontrol: timeout'
     run = {'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources\n'}
