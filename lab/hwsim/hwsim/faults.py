@@ -4,8 +4,6 @@ Every kind any stand-in understands is registered in KINDS so that
 ``hwsim fault`` can validate it, even before the stand-in that acts on it
 exists.  A fault is stored as ``{"kind": ..., "args": {name: value}}``.
 """
-import time
-
 from hwsim import links
 
 
@@ -44,6 +42,30 @@ def _text(text):
     return text
 
 
+def _positive_int(text):
+    value = int(text)
+    if value <= 0:
+        raise ValueError('must be > 0')
+    return value
+
+
+# fault argument -> the nvidia-smi -q Fabric State it prints (Status follows: Success when Completed, else N/A)
+FABRIC_STATES = {'completed': 'Completed', 'in-progress': 'In Progress', 'not-started': 'Not Started'}
+
+
+def _pcie_width(text):
+    value = int(text.lower().rstrip('x'))
+    if value not in (1, 2, 4, 8, 16):
+        raise ValueError('allowed widths: 1, 2, 4, 8, 16')
+    return value
+
+
+def _fabric_state(text):
+    if text.lower() not in FABRIC_STATES:
+        raise ValueError('allowed states: %s' % ', '.join(FABRIC_STATES))
+    return text.lower()
+
+
 def _diag_test(text):
     """``TEST`` or ``TEST:GPU``: a dcgmi diag test (table, JSON or plugin name, any case) and optionally the GPU slot."""
     # imported here: the tools import this module
@@ -64,25 +86,20 @@ KINDS = {
     'link-width': ((('hca', _text), ('width', _width)), 'link trained at a narrower width, e.g. 1X'),
     'link-speed': ((('hca', _text), ('gbps', _speed)), 'link trained at a lower lane speed, e.g. 53.125'),
     'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
-    'gdr-broken': ((('fraction', _fraction),), 'perftest --use_cuda (GPUDirect RDMA) at FRACTION of normal; 0: GPU memory registration '
-                   'fails (no nvidia_peermem); host memory unaffected'),
-    'memlock': ((('kib', _non_negative_int),), "locked-memory limit KIB: perftest buffers above it fail with \"Couldn't allocate MR\""),
     'gpu-missing': ((('index', _non_negative_int),), 'GPU INDEX not visible to the driver'),
     'nvlink-down': ((('gpu', _non_negative_int), ('link', _non_negative_int)), 'NVLink LINK of GPU inactive'),
     'dcgm-diag-fail': ((('test', _diag_test),), 'dcgmi diag reports TEST (e.g. memory, pcie, "GPU Memory", memory:3) failed on GPU 0 or GPU'),
+    'power-capped': ((('gpu', _non_negative_int), ('watts', _positive_int)), 'enforced power limit of GPU set to WATTS (below its default)'),
+    'thermal-throttle': ((('gpu', _non_negative_int),), 'GPU held down by HW slowdown + HW thermal slowdown clock events'),
+    'pcie-degraded': ((('gpu', _non_negative_int), ('width', _pcie_width)), 'PCIe link of GPU trained at WIDTH lanes (e.g. 8) instead of 16'),
+    'fabric-state': ((('state', _fabric_state),), 'NVSwitch fabric state of every GPU: completed, in-progress or not-started'),
     'ecc-pending': ((('gpu', _non_negative_int),), 'volatile uncorrectable ECC errors, page retirement pending on GPU'),
     'row-remap-pending': ((('gpu', _non_negative_int),), 'row remapping pending on GPU'),
     'xid': ((('gpu', _non_negative_int), ('code', _non_negative_int)), 'Xid CODE logged for GPU'),
-    'dmesg-wrapped': ((), 'the kernel ring buffer has wrapped: dmesg keeps only its last 10 minutes (boot lines and older Xids gone)'),
-    'nvlink-errors': ((('gpu', _non_negative_int), ('link', _non_negative_int), ('count', _non_negative_int)),
-                      'NVLink LINK of GPU counts COUNT more errors (legacy: replay and CRC; R570+: Rx errors and symbol errors)'),
-    'dcgm-plugin-missing': ((), 'DCGM 4 without its CUDA plugin package: dcgmi diag tests other than software report Skip'),
     'gpu-process': ((('gpu', _non_negative_int), ('pid', _non_negative_int), ('name', _text)), 'a leftover process holds GPU'),
     'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
 }
-# Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
-TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')
 # Per-HCA kinds a PortView carries: the IB ones plus hca-bw-low (read by the perftest stand-ins).
 HCA_KINDS = IB_KINDS + ('hca-bw-low',)
@@ -118,14 +135,13 @@ def parse(kind, argv, hca_names=None):
 def target(fault):
     """What a fault acts on (its first argument): a new fault replaces an older one with the same kind and target."""
     names = KINDS[fault['kind']][0]
-    return fault['args'].get(names[0][0]) if names else None
+    return fault['args'].get(names[0][0])
 
 
 def add(faults, fault):
-    """Faults with ``fault`` added, replacing one of the same kind and target; TIMED_KINDS stamped with the time
-    they were injected (``at``)."""
+    """Faults with ``fault`` added, replacing one of the same kind and target."""
     kept = [old for old in faults if not (old['kind'] == fault['kind'] and target(old) == target(fault))]
-    return kept + [dict(fault, at=fault.get('at', time.time())) if fault['kind'] in TIMED_KINDS else fault]
+    return kept + [fault]
 
 
 def remove(faults, kind=None, first_arg=None):

@@ -482,3 +482,57 @@ def test_devices_creates_nodes_idempotently(tmp_path):
     lab.ok('gpu01', ['hwsim', 'fault', 'gpu-missing', '2'])
     assert lab.ok('gpu01', ['hwsim', 'devices', '--root', str(root)]) == 'removed %s/dev/nvidia2\n' % root
     assert lab.run('gpu01', ['hwsim', 'devices', '--bogus'])[0] == 2
+
+
+# --------------------------------------------------------------------------
+# operating-condition faults (issue 11): power-capped, thermal-throttle, pcie-degraded, fabric-state
+
+
+def test_condition_faults_keep_the_real_q_layout_and_show_in_both_outputs(tmp_path):
+    from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import condition_fields, fabric_states
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    for fault in (['power-capped', '0', '500'], ['thermal-throttle', '0'], ['pcie-degraded', '0', '8'], ['fabric-state', 'not-started']):
+        assert lab.run('gpu01', ['hwsim', 'fault'] + fault)[0] == 0
+    text = lab.ok('gpu01', ['nvidia-smi', '-q'])
+    assert _structure(_first_gpu(text)[1]) == _structure(_first_gpu(real_fixture(Q_REAL))[1])
+    gpu0 = _first_gpu(text)[1]
+    assert re.search(r'Current Power Limit\s+: 500.00 W', gpu0) and re.search(r'Default Power Limit\s+: 700.00 W', gpu0)
+    assert re.search(r'HW Thermal Slowdown\s+: Active', gpu0) and re.search(r'Idle\s+: Not Active', gpu0)
+    assert re.search(r'Link Width\n\s+Max\s+: 16x\n\s+Current\s+: 8x', gpu0)
+    assert set(fabric_states(parse_nvidia_smi_q(text)).values()) == {('Not Started', None)}
+    fmt = '--format=csv,noheader,nounits'
+    for prefix in ('clocks_event_reasons', 'clocks_throttle_reasons'):
+        fields = condition_fields(prefix)
+        rows = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(fields), fmt]), fields=list(fields))
+        row = rows[0]
+        assert (row['pci.device_id'], row['enforced.power.limit'], row['power.default_limit']) == ('0x233010DE', '500.00', '700.00')
+        assert (row['pcie.link.width.current'], row['pcie.link.width.max'], row['pcie.link.gen.max']) == ('8', '16', '5')
+        assert row['%s.hw_thermal_slowdown' % prefix] == 'Active' and rows[1]['%s.hw_thermal_slowdown' % prefix] == 'Not Active'
+
+
+@pytest.mark.parametrize('argv', [['power-capped', '0', '0'], ['pcie-degraded', '0', '3'], ['fabric-state', 'done']],
+                         ids=['zero-watts', 'odd-width', 'unknown-state'])
+def test_condition_fault_arguments_checked(tmp_path, argv):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    rc, dummy, err = lab.run('gpu01', ['hwsim', 'fault'] + argv)
+    assert rc == 2 and ('allowed' in err or 'must be' in err)
+
+
+def test_b200_profile_is_a_b200_sxm_with_a_completed_fabric(tmp_path):
+    from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import condition_fields, fabric_states
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify import gpu as verify_gpu
+    lab = make_lab(tmp_path, 'hgx-b200-ib', compute=1)
+    fmt = '--format=csv,noheader,nounits'
+    rows = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(BASE_FIELDS), fmt]), fields=list(BASE_FIELDS))
+    cond = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(condition_fields()), fmt]),
+                               fields=list(condition_fields()))
+    q = parse_nvidia_smi_q(lab.ok('gpu01', ['nvidia-smi', '-q']))
+    facts = merge_gpu_facts(rows, condition_rows=cond, fabric=fabric_states(q), cuda_version=q['cuda_version'])
+    assert facts['driver_version'] == '570.133.20' and facts['cuda_version'] == '12.8' and facts['count'] == 8
+    assert set((g['name'], g['pci_device_id'], g['model_key'], g['memory_total_mib'], g['power_limit_w']) for g in facts['gpus']) == {
+        ('NVIDIA B200', '0x2901', 'b200-sxm', 183359, 1000.0)}
+    expected = {'count': 8, 'model': 'b200', 'enabled': {'inventory': True, 'power': True, 'pcie': True, 'fabric': True}}
+    results = verify_gpu.evaluate_gpu({'gpu_info': dict(facts, changed=False)}, expected)
+    assert results and all(r['passed'] for r in results)
+    assert len([r for r in results if r['check'] == 'gpu.fabric_state']) == 8
+    assert parse_nvlink_status(lab.ok('gpu01', ['nvidia-smi', 'nvlink', '-s']))['gpus'][0]['links'][0]['speed_gbs'] == 53.125

@@ -14,13 +14,23 @@ in decimal (13 digits), board id ``0x<bus>00``, module id ``s + 1``.
 from hwsim import faults as fault_kinds
 
 # PCI device ids nvidia-smi prints as "Device Id" (0x<device><vendor>) and dcgmi as "GPU Device IDs Detected".
-DEVICE_IDS = {'NVIDIA H100 80GB HBM3': '2330', 'NVIDIA A100-SXM4-80GB': '20b2', 'NVIDIA A100-SXM4-40GB': '20b0'}
+# A profile's gpus.pci_device_id overrides it (pci-ids.ucw.cz, vendor 10de).
+DEVICE_IDS = {'NVIDIA H100 80GB HBM3': '2330', 'NVIDIA A100-SXM4-80GB': '20b2', 'NVIDIA A100-SXM4-40GB': '20b0',
+              'NVIDIA H100 PCIe': '2331', 'NVIDIA H100 NVL': '2321', 'NVIDIA H200': '2335', 'NVIDIA B200': '2901'}
 SUBSYSTEM_IDS = {'NVIDIA H100 80GB HBM3': '0x16C110DE', 'NVIDIA A100-SXM4-80GB': '0x147F10DE'}
-ARCHITECTURES = {'H100': 'Hopper', 'A100': 'Ampere'}
-VBIOS = {'Hopper': '96.00.74.00.01', 'Ampere': '92.00.45.00.03'}
-PCIE_GENERATION = {'Hopper': 5, 'Ampere': 4}
-# NVSwitches on the baseboard by NVLink generation (HGX A100: 6 third-generation, HGX H100: 4 fourth-generation).
-NVSWITCHES = {3: 6, 4: 4}
+ARCHITECTURES = {'H100': 'Hopper', 'H200': 'Hopper', 'A100': 'Ampere', 'B200': 'Blackwell'}
+VBIOS = {'Hopper': '96.00.74.00.01', 'Ampere': '92.00.45.00.03', 'Blackwell': '97.00.88.00.0F'}
+PCIE_GENERATION = {'Hopper': 5, 'Ampere': 4, 'Blackwell': 5}
+# NVSwitches on the baseboard by NVLink generation (HGX A100: 6 third-generation, HGX H100: 4 fourth-generation,
+# HGX B200: 2 fifth-generation).
+NVSWITCHES = {3: 6, 4: 4, 5: 2}
+# Clock event reasons as nvidia-smi names them in --query-gpu (clocks_event_reasons.<name>) and in -q.
+CLOCK_EVENTS = (
+    ('gpu_idle', 'Idle'), ('applications_clocks_setting', 'Applications Clocks Setting'), ('sw_power_cap', 'SW Power Cap'),
+    ('hw_slowdown', 'HW Slowdown'), ('hw_thermal_slowdown', 'HW Thermal Slowdown'),
+    ('hw_power_brake_slowdown', 'HW Power Brake Slowdown'), ('sync_boost', 'Sync Boost'),
+    ('sw_thermal_slowdown', 'SW Thermal Slowdown'), ('display_clock_setting', 'Display Clock Setting'),
+)
 RESERVED_MIB = 551
 IDLE = {'temperature': 36, 'memory_temperature': 44, 'power_w': 71.97, 'sm_mhz': 345, 'mem_mhz': 2619, 'max_sm_mhz': 1980}
 BUSY = {'power_w': 118.01, 'sm_mhz': 1980}
@@ -59,7 +69,21 @@ class GpuView(object):
         self.cpu_list = device['cpu_list']
         self.nearest_hca = device.get('nearest_hca')
         self.memory_total = gpus['memory_mib']
-        self.power_limit = gpus['power_limit_w']
+        self.power_default = gpus.get('power_default_w', gpus['power_limit_w'])
+        capped = [fault['args']['watts'] for fault in fault_kinds.of_kind(faults, 'power-capped') if fault['args']['gpu'] == self.slot]
+        self.power_limit = capped[-1] if capped else gpus['power_limit_w']
+        self.device_id = str(gpus.get('pci_device_id') or DEVICE_IDS.get(self.name, '2330')).lower().replace('0x', '')
+        pcie = gpus.get('pcie') or {}
+        self.pcie_gen_max = pcie.get('max_gen', PCIE_GENERATION.get(self.architecture, 5))
+        self.pcie_width_max = pcie.get('max_width', 16)
+        narrow = [fault['args']['width'] for fault in fault_kinds.of_kind(faults, 'pcie-degraded') if fault['args']['gpu'] == self.slot]
+        self.pcie_width = narrow[-1] if narrow else self.pcie_width_max
+        self.thermal_throttle = any(fault['args']['gpu'] == self.slot for fault in fault_kinds.of_kind(faults, 'thermal-throttle'))
+        states = [fault['args']['state'] for fault in fault_kinds.of_kind(faults, 'fabric-state')]
+        # a profile without NVSwitches (PCIe, NVL) prints N/A; gpus.fabric_state: N/A says so
+        self.fabric_state = gpus.get('fabric_state', 'Completed')
+        if states and self.fabric_state != 'N/A':
+            self.fabric_state = fault_kinds.FABRIC_STATES[states[-1]]
         self.driver_version = gpus['driver_version']
         self.cuda_version = str(gpus['cuda_version'])
         nvlink = gpus.get('nvlink') or {}
@@ -115,6 +139,19 @@ class GpuView(object):
     @property
     def sm_clock(self):
         return BUSY['sm_mhz'] if self.busy else IDLE['sm_mhz']
+
+    @property
+    def fabric_status(self):
+        if self.fabric_state == 'N/A':
+            return 'N/A'
+        return 'Success' if self.fabric_state == 'Completed' else 'N/A'
+
+    def clock_event(self, reason):
+        """``Active`` or ``Not Active`` for one of :data:`CLOCK_EVENTS`' names."""
+        active = {'gpu_idle': not self.busy and not self.thermal_throttle,
+                  'sw_power_cap': self.busy and self.power_limit < self.power_default,
+                  'hw_slowdown': self.thermal_throttle, 'hw_thermal_slowdown': self.thermal_throttle}
+        return 'Active' if active.get(reason) else 'Not Active'
 
 
 def missing_slots(state):

@@ -59,7 +59,7 @@ QUERY_FIELDS = {
     'pci.domain': ('', lambda view: '0x' + view.pci_bus_id.split(':')[0][-4:]),
     'pci.bus': ('', lambda view: '0x' + view.bus),
     'pci.device': ('', '0x00'),
-    'pci.device_id': ('', lambda view: '0x%s10DE' % gpu_views.DEVICE_IDS.get(view.name, '2330').upper()),
+    'pci.device_id': ('', lambda view: '0x%s10DE' % view.device_id.upper()),
     'pci.sub_device_id': ('', lambda view: gpu_views.SUBSYSTEM_IDS.get(view.name, '0x16C110DE')),
     'minor_number': ('', lambda view: str(view.minor)),
     'driver_version': ('', lambda view: view.driver_version),
@@ -97,8 +97,8 @@ QUERY_FIELDS = {
     'power.draw': ('W', lambda view: '%.2f' % view.power_draw),
     'power.limit': ('W', lambda view: '%.2f' % view.power_limit),
     'enforced.power.limit': ('W', lambda view: '%.2f' % view.power_limit),
-    'power.default_limit': ('W', lambda view: '%.2f' % view.power_limit),
-    'power.max_limit': ('W', lambda view: '%.2f' % view.power_limit),
+    'power.default_limit': ('W', lambda view: '%.2f' % view.power_default),
+    'power.max_limit': ('W', lambda view: '%.2f' % max(view.power_default, view.power_limit)),
     'utilization.gpu': ('%', lambda view: '100' if view.busy else '0'),
     'utilization.memory': ('%', '0'),
     'clocks.sm': ('MHz', lambda view: str(view.sm_clock)),
@@ -108,11 +108,23 @@ QUERY_FIELDS = {
     'clocks.max.sm': ('MHz', lambda view: str(gpu_views.IDLE['max_sm_mhz'])),
     'clocks.max.mem': ('MHz', lambda view: str(gpu_views.IDLE['mem_mhz'])),
     'fan.speed': ('%', None),
-    'pcie.link.gen.current': ('', lambda view: str(gpu_views.PCIE_GENERATION[view.architecture])),
-    'pcie.link.gen.max': ('', lambda view: str(gpu_views.PCIE_GENERATION[view.architecture])),
-    'pcie.link.width.current': ('', '16'),
-    'pcie.link.width.max': ('', '16'),
+    'pcie.link.gen.current': ('', lambda view: str(view.pcie_gen_max)),
+    'pcie.link.gen.max': ('', lambda view: str(view.pcie_gen_max)),
+    'pcie.link.width.current': ('', lambda view: str(view.pcie_width)),
+    'pcie.link.width.max': ('', lambda view: str(view.pcie_width_max)),
 }
+
+
+def _clock_event_field(reason):
+    def value(view):
+        return view.clock_event(reason)
+    return value
+
+
+# clocks_event_reasons.* (R535+) and the older clocks_throttle_reasons.* spelling, which R535 still accepts
+for _prefix in ('clocks_event_reasons', 'clocks_throttle_reasons'):
+    for _reason, _label in gpu_views.CLOCK_EVENTS:
+        QUERY_FIELDS['%s.%s' % (_prefix, _reason)] = ('', _clock_event_field(_reason))
 
 # --query-compute-apps fields: name -> (header name, unit, value of (view, pid, name, used) or a constant)
 APP_FIELDS = {
@@ -331,16 +343,16 @@ def _identity_blocks(view):
 
 
 def _pci_block(view):
-    generation = str(gpu_views.PCIE_GENERATION[view.architecture])
+    generation = str(view.pcie_gen_max)
     return [('PCI', [_entry('PCI', None, [
         _entry('Bus', '0x' + view.bus), _entry('Device', '0x00'), _entry('Domain', '0x' + view.pci_bus_id.split(':')[0][-4:]),
-        _entry('Device Id', '0x%s10DE' % gpu_views.DEVICE_IDS.get(view.name, '2330').upper()),
+        _entry('Device Id', '0x%s10DE' % view.device_id.upper()),
         _entry('Bus Id', view.pci_bus_id), _entry('Sub System Id', gpu_views.SUBSYSTEM_IDS.get(view.name, '0x16C110DE')),
         _entry('GPU Link Info', None, [
             _entry('PCIe Generation', None, [_entry('Max', generation), _entry('Current', generation),
                                              _entry('Device Current', generation), _entry('Device Max', generation),
                                              _entry('Host Max', 'N/A')]),
-            _entry('Link Width', None, [_entry('Max', '16x'), _entry('Current', '16x')])]),
+            _entry('Link Width', None, [_entry('Max', '%dx' % view.pcie_width_max), _entry('Current', '%dx' % view.pcie_width)])]),
         _entry('Bridge Chip', None, [_entry('Type', 'N/A'), _entry('Firmware', 'N/A')]),
         _entry('Replays Since Reset', '0'), _entry('Replay Number Rollovers', '0'),
         _entry('Tx Throughput', '0 KB/s'), _entry('Rx Throughput', '0 KB/s'),
@@ -348,14 +360,17 @@ def _pci_block(view):
 
 
 def _state_blocks(view):
-    idle = 'Not Active' if view.busy else 'Active'
+    event = view.clock_event
     return [
         ('Fan Speed', [_entry('Fan Speed', 'N/A')]),
         ('Performance State', [_entry('Performance State', 'P0')]),
         ('Clocks Event Reasons', [_entry('Clocks Event Reasons', None, [
-            _entry('Idle', idle), _entry('Applications Clocks Setting', 'Not Active'), _entry('SW Power Cap', 'Not Active'),
-            _entry('HW Slowdown', 'Not Active', [_entry('HW Thermal Slowdown', 'Not Active'), _entry('HW Power Brake Slowdown', 'Not Active')]),
-            _entry('Sync Boost', 'Not Active'), _entry('SW Thermal Slowdown', 'Not Active'), _entry('Display Clock Setting', 'Not Active')])]),
+            _entry('Idle', event('gpu_idle')), _entry('Applications Clocks Setting', event('applications_clocks_setting')),
+            _entry('SW Power Cap', event('sw_power_cap')),
+            _entry('HW Slowdown', event('hw_slowdown'), [_entry('HW Thermal Slowdown', event('hw_thermal_slowdown')),
+                                                         _entry('HW Power Brake Slowdown', event('hw_power_brake_slowdown'))]),
+            _entry('Sync Boost', event('sync_boost')), _entry('SW Thermal Slowdown', event('sw_thermal_slowdown')),
+            _entry('Display Clock Setting', event('display_clock_setting'))])]),
         ('Sparse Operation Mode', [_entry('Sparse Operation Mode', 'Disabled')]),
     ]
 
@@ -395,8 +410,8 @@ def _sensor_blocks(view):
             _entry('Memory Max Operating T.Limit Temp', '0 C')])]),
         ('GPU Power Readings', [_entry('GPU Power Readings', None, [
             _entry('Power Draw', '%.2f W' % view.power_draw), _entry('Current Power Limit', limit),
-            _entry('Requested Power Limit', limit), _entry('Default Power Limit', limit),
-            _entry('Min Power Limit', '200.00 W'), _entry('Max Power Limit', limit)])]),
+            _entry('Requested Power Limit', limit), _entry('Default Power Limit', '%.2f W' % view.power_default),
+            _entry('Min Power Limit', '200.00 W'), _entry('Max Power Limit', '%.2f W' % max(view.power_default, view.power_limit))])]),
         ('Module Power Readings', [_entry('Module Power Readings', None, [
             _entry(key, 'N/A') for key in ('Power Draw', 'Current Power Limit', 'Requested Power Limit',
                                            'Default Power Limit', 'Min Power Limit', 'Max Power Limit')])]),
@@ -410,7 +425,7 @@ def _sensor_blocks(view):
         ('Max Customer Boost Clocks', [_entry('Max Customer Boost Clocks', None, [_entry('Graphics', top)])]),
         ('Clock Policy', [_entry('Clock Policy', None, [_entry('Auto Boost', 'N/A'), _entry('Auto Boost Default', 'N/A')])]),
         ('Voltage', [_entry('Voltage', None, [_entry('Graphics', '665.000 mV')])]),
-        ('Fabric', [_entry('Fabric', None, [_entry('State', 'Completed'), _entry('Status', 'Success')])]),
+        ('Fabric', [_entry('Fabric', None, [_entry('State', view.fabric_state), _entry('Status', view.fabric_status)])]),
     ]
 
 

@@ -205,10 +205,15 @@ def test_decide_gpu_keeps_an_unreadable_node_out_of_the_fleet():
     (['xid', '0', '79'], 'gpu.xid', 'GPU 0'),
     (['gpu-process', '6', '4242', '/usr/bin/python3'], 'gpu.processes', 'GPU 6'),
     (['dcgm-diag-fail', 'Inforom'], 'gpu.dcgm_diag', 'node'),
+    (['power-capped', '3', '500'], 'gpu.power_limit', 'GPU 3'),
+    (['thermal-throttle', '2'], 'gpu.clock_events', 'GPU 2'),
+    (['pcie-degraded', '4', '8'], 'gpu.pcie_link', 'GPU 4'),
+    (['fabric-state', 'in-progress'], 'gpu.fabric_state', None),
 ])
 def test_gpu_stand_in_faults(tmp_path, fault, check, subject):
-    from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import BASE_FIELDS, HEALTH_FIELDS, merge_gpu_facts
-    from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_query_gpu_csv
+    from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import (
+        BASE_FIELDS, HEALTH_FIELDS, condition_fields, fabric_states, merge_gpu_facts)
+    from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q, parse_query_gpu_csv
     lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
     fmt = '--format=csv,noheader,nounits'
 
@@ -216,7 +221,10 @@ def test_gpu_stand_in_faults(tmp_path, fault, check, subject):
         rows = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(BASE_FIELDS), fmt]), fields=list(BASE_FIELDS))
         health = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(HEALTH_FIELDS), fmt]),
                                      fields=list(HEALTH_FIELDS))
-        return merge_gpu_facts(rows, health_rows=health)
+        cond = parse_query_gpu_csv(lab.ok('gpu01', ['nvidia-smi', '--query-gpu=' + ','.join(condition_fields()), fmt]),
+                                   fields=list(condition_fields()))
+        fabric = fabric_states(parse_nvidia_smi_q(lab.ok('gpu01', ['nvidia-smi', '-q'])))
+        return merge_gpu_facts(rows, health_rows=health, condition_rows=cond, fabric=fabric)
 
     def command(argv):
         rc, out, err = lab.run('gpu01', argv)
@@ -232,7 +240,11 @@ def test_gpu_stand_in_faults(tmp_path, fault, check, subject):
     assert not _failed(run())
     assert lab.run('gpu01', ['hwsim', 'fault'] + fault)[0] == 0
     bad = _failed(run())
-    assert [(r['check'], r['subject']) for r in bad] == [(check, subject)]
+    if subject is None:  # a node-wide fault: every GPU, nothing else
+        assert [(r['check'], r['subject']) for r in bad] == [(check, 'GPU %d' % index) for index in range(8)]
+        assert 'fabric manager not ready: start nvidia-fabricmanager' in bad[0]['message']
+    else:
+        assert [(r['check'], r['subject']) for r in bad] == [(check, subject)]
 
 
 @pytest.mark.parametrize('enabled, passed, measured', [(True, True, 'Enabled'), (False, False, 'Disabled'), (None, True, 'N/A')],
