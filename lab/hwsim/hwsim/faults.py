@@ -4,6 +4,8 @@ Every kind any stand-in understands is registered in KINDS so that
 ``hwsim fault`` can validate it, even before the stand-in that acts on it
 exists.  A fault is stored as ``{"kind": ..., "args": {name: value}}``.
 """
+import time
+
 from hwsim import links
 
 
@@ -86,6 +88,9 @@ KINDS = {
     'link-width': ((('hca', _text), ('width', _width)), 'link trained at a narrower width, e.g. 1X'),
     'link-speed': ((('hca', _text), ('gbps', _speed)), 'link trained at a lower lane speed, e.g. 53.125'),
     'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
+    'gdr-broken': ((('fraction', _fraction),), 'perftest --use_cuda (GPUDirect RDMA) at FRACTION of normal; 0: GPU memory registration '
+                   'fails (no nvidia_peermem); host memory unaffected'),
+    'memlock': ((('kib', _non_negative_int),), "locked-memory limit KIB: perftest buffers above it fail with \"Couldn't allocate MR\""),
     'gpu-missing': ((('index', _non_negative_int),), 'GPU INDEX not visible to the driver'),
     'nvlink-down': ((('gpu', _non_negative_int), ('link', _non_negative_int)), 'NVLink LINK of GPU inactive'),
     'dcgm-diag-fail': ((('test', _diag_test),), 'dcgmi diag reports TEST (e.g. memory, pcie, "GPU Memory", memory:3) failed on GPU 0 or GPU'),
@@ -96,10 +101,16 @@ KINDS = {
     'ecc-pending': ((('gpu', _non_negative_int),), 'volatile uncorrectable ECC errors, page retirement pending on GPU'),
     'row-remap-pending': ((('gpu', _non_negative_int),), 'row remapping pending on GPU'),
     'xid': ((('gpu', _non_negative_int), ('code', _non_negative_int)), 'Xid CODE logged for GPU'),
+    'dmesg-wrapped': ((), 'the kernel ring buffer has wrapped: dmesg keeps only its last 10 minutes (boot lines and older Xids gone)'),
+    'nvlink-errors': ((('gpu', _non_negative_int), ('link', _non_negative_int), ('count', _non_negative_int)),
+                      'NVLink LINK of GPU counts COUNT more errors (legacy: replay and CRC; R570+: Rx errors and symbol errors)'),
+    'dcgm-plugin-missing': ((), 'DCGM 4 without its CUDA plugin package: dcgmi diag tests other than software report Skip'),
     'gpu-process': ((('gpu', _non_negative_int), ('pid', _non_negative_int), ('name', _text)), 'a leftover process holds GPU'),
     'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
 }
+# Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
+TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')
 # Per-HCA kinds a PortView carries: the IB ones plus hca-bw-low (read by the perftest stand-ins).
 HCA_KINDS = IB_KINDS + ('hca-bw-low',)
@@ -135,13 +146,14 @@ def parse(kind, argv, hca_names=None):
 def target(fault):
     """What a fault acts on (its first argument): a new fault replaces an older one with the same kind and target."""
     names = KINDS[fault['kind']][0]
-    return fault['args'].get(names[0][0])
+    return fault['args'].get(names[0][0]) if names else None
 
 
 def add(faults, fault):
-    """Faults with ``fault`` added, replacing one of the same kind and target."""
+    """Faults with ``fault`` added, replacing one of the same kind and target; TIMED_KINDS stamped with the time
+    they were injected (``at``)."""
     kept = [old for old in faults if not (old['kind'] == fault['kind'] and target(old) == target(fault))]
-    return kept + [fault]
+    return kept + [dict(fault, at=fault.get('at', time.time())) if fault['kind'] in TIMED_KINDS else fault]
 
 
 def remove(faults, kind=None, first_arg=None):
