@@ -8,16 +8,17 @@
                                      remove faults (all, of a kind, of a kind on one target)
     hwsim show                       print this host's state as JSON
     hwsim tools                      list the tool names (the lab links each to bin/hwsim)
-    hwsim build-fabric OUT HOST=PROFILE ...
+    hwsim build-fabric [--descriptions M] [--switch-names M] [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...
                                      write fabric.yml for these hosts (PROFILE may be "none")
     hwsim devices [--root DIR]       create this host's NVIDIA device nodes under DIR/dev (default /dev)
+    hwsim hold NAME [--root DIR]     hold DIR/dev/nvidia* open as daemon NAME (nvidia-persistenced, nv-hostengine)
 """
 import json
 import os
 import stat
 import sys
 
-from hwsim import faults as fault_kinds, fabric as fabrics, profile as profiles, tools
+from hwsim import daemons, faults as fault_kinds, fabric as fabrics, profile as profiles, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -92,15 +93,40 @@ def cmd_tools(ctx, args):
     return 0
 
 
+BUILD_FABRIC_USAGE = ('usage: hwsim build-fabric [--descriptions mlx5|ofed|anonymous|fqdn] [--switch-names unique|identical]'
+                      ' [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...\n')
+BUILD_FABRIC_OPTIONS = {'--descriptions': ('descriptions', str), '--switch-names': ('switch_names', str),
+                        '--scalable-units': ('scalable_units', int)}
+
+
 def cmd_build_fabric(ctx, args):
-    if len(args) < 2 or not all('=' in item for item in args[1:]):
-        ctx.error('usage: hwsim build-fabric OUT HOST=PROFILE ...\n')
+    options, rest, args = {}, [], list(args)
+    while args:
+        item = args.pop(0)
+        if item == '--subnet-per-rail':
+            options['subnet_per_rail'] = True
+        elif item in BUILD_FABRIC_OPTIONS and args:
+            key, kind = BUILD_FABRIC_OPTIONS[item]
+            try:
+                options[key] = kind(args.pop(0))
+            except ValueError:
+                ctx.error(BUILD_FABRIC_USAGE)
+                return 2
+        else:
+            rest.append(item)
+    if len(rest) < 2 or not all('=' in item for item in rest[1:]):
+        ctx.error(BUILD_FABRIC_USAGE)
         return 2
     hosts = []
-    for item in args[1:]:
+    for item in rest[1:]:
         host, name = item.split('=', 1)
         hosts.append((host, None if name in ('', 'none') else name))
-    fabrics.write_fabric(fabrics.build_fabric(hosts, profile_dir=ctx.profile_dir), args[0])
+    try:
+        fabric = fabrics.build_fabric(hosts, profile_dir=ctx.profile_dir, **options)
+    except fabrics.FabricError as exc:
+        ctx.error('hwsim build-fabric: %s\n' % exc)
+        return 2
+    fabrics.write_fabric(fabric, rest[0])
     return 0
 
 
@@ -188,6 +214,7 @@ COMMANDS = {
     'tools': cmd_tools,
     'build-fabric': cmd_build_fabric,
     'devices': cmd_devices,
+    'hold': daemons.cmd_hold,
 }
 
 

@@ -5,6 +5,16 @@ it to /etc/hwsim/fabric.yml in every host.  Default topology is
 rail-optimized: one leaf switch per rail (``leaf-rail<k>``), the HCA of rail
 k of every node on leaf k, switch port = the node's index in the lab, and
 every leaf wired to every spine on its top ports.
+
+Field layouts (issue 11), each an option of ``build_fabric``:
+``scalable_units`` N splits the nodes into N SUs with a leaf per rail each
+(``su<u>-leaf-rail<k>``), the spines joining them; ``subnet_per_rail`` makes
+every rail a subnet of its own (own GID prefix, own SM, own spines), so
+iblinkinfo through one port shows only that rail; ``descriptions`` picks the
+CA node description (``mlx5``: ``host mlx5_N``, ``ofed``: ``host HCA-<N+1>``,
+``anonymous``: ``MT4129 ConnectX7 Mellanox Technologies``, ``fqdn``:
+``host.<domain> mlx5_N``); ``switch_names`` ``identical`` gives every switch
+the one name unmanaged switches print.
 """
 import os
 
@@ -20,7 +30,12 @@ SWITCH_MODELS = {
 }
 LEAF_LID_BASE = 1          # leaf-rail<k> has LID k + 1
 SPINE_LID_BASE = 51        # spine<s> has LID 51 + s
-MAX_RAILS = SPINE_LID_BASE - LEAF_LID_BASE
+MAX_RAILS = SPINE_LID_BASE - LEAF_LID_BASE   # leaves in all (rails x scalable units)
+DESCRIPTIONS = ('mlx5', 'ofed', 'anonymous', 'fqdn')
+SWITCH_NAMES = ('unique', 'identical')
+# What an unmanaged Quantum switch prints as its node description (no name set on it).
+UNMANAGED_NAME = {'MQM9790': 'Quantum2 Mellanox Technologies', 'MQM8790': 'Quantum Mellanox Technologies'}
+DEFAULT_PREFIX = 'fe80:0000:0000:0000'
 
 
 class FabricError(Exception):
@@ -33,13 +48,13 @@ def fabric_path(environ=None):
     return environ.get('HWSIM_FABRIC') or DEFAULT_PATH
 
 
-def _switch(kind, number, name, model, lid):
+def _switch(kind, number, name, model, lid, identical=False):
     return {
         'name': name,
         'kind': kind,
         'guid': '0x%016x' % profiles.switch_guid(kind, number),
         'lid': lid,
-        'description': 'MF0;%s:%s/U1' % (name, model['model']),
+        'description': UNMANAGED_NAME[model['model']] if identical else 'MF0;%s:%s/U1' % (name, model['model']),
         'model': model['model'],
         'port_count': model['ports'],
         'lane_speed_gbps': model['lane_speed_gbps'],
@@ -80,7 +95,31 @@ def _host_entries(hosts, profile_dir):
     return entries
 
 
-def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None):
+def _units(host_entries, scalable_units):
+    """Each host with HCAs gets its scalable unit (0-based), the hosts split in index order into equal runs."""
+    members = sorted((entry['index'], host) for host, entry in host_entries.items() if entry['hcas'])
+    for position, (dummy, host) in enumerate(members):
+        host_entries[host]['su'] = position * scalable_units // len(members)
+
+
+def _check_options(descriptions, switch_names, scalable_units):
+    if descriptions not in DESCRIPTIONS:
+        raise FabricError('descriptions must be one of %s, got %r' % (', '.join(DESCRIPTIONS), descriptions))
+    if switch_names not in SWITCH_NAMES:
+        raise FabricError('switch_names must be one of %s, got %r' % (', '.join(SWITCH_NAMES), switch_names))
+    if int(scalable_units) < 1:
+        raise FabricError('scalable_units must be 1 or more')
+
+
+def _subnets(rails, subnet_per_rail):
+    """Subnet name -> its rails and GID prefix: one subnet, or one per rail (prefix fec0:0:0:<rail>)."""
+    if not subnet_per_rail:
+        return [{'name': 'ib0', 'rails': list(rails), 'prefix': DEFAULT_PREFIX}]
+    return [{'name': 'ib-rail%d' % rail, 'rails': [rail], 'prefix': 'fec0:0000:0000:%04x' % rail} for rail in rails]
+
+
+def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None, descriptions='mlx5',
+                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example'):
     """Describe the lab fabric for ``hosts``, a list of (hostname, profile name or None[, index]).
 
     A host's index is the derivation key for its GUIDs and LIDs and its port
@@ -88,8 +127,12 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     among the hosts that have a profile (hosts without one, like ctl01, get
     None and have no adapters).  Returns a
     dict ready for yaml (see write_fabric): ``hosts``, ``switches``, ``links``
-    (one per cable, CA or leaf end first) and ``subnet_manager``.
+    (one per cable, CA or leaf end first), ``subnets`` (each with its SM) and
+    ``subnet_manager`` (the first subnet's).  The options are described in the
+    module docstring.
     """
+    _check_options(descriptions, switch_names, scalable_units)
+    identical = switch_names == 'identical'
     host_entries = _host_entries(hosts, profile_dir)
     rails = sorted({hca['rail'] for entry in host_entries.values() for hca in entry['hcas'].values()})
     speeds = [hca['lane_speed_gbps'] for entry in host_entries.values() for hca in entry['hcas'].values()]
@@ -97,46 +140,69 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     if switch_ports:
         model['ports'] = switch_ports
     uplinks = spines * uplinks_per_spine if rails else 0
-    if rails and rails[-1] + 1 > MAX_RAILS:
-        raise FabricError('at most %d rails' % MAX_RAILS)
+    rail_count = rails[-1] + 1 if rails else 0
+    if rail_count * scalable_units > MAX_RAILS:
+        raise FabricError('at most %d leaves (rails x scalable units)' % MAX_RAILS)
     indexes = [entry['index'] for entry in host_entries.values() if entry['hcas']]
     if indexes and max(indexes) + uplinks > model['ports']:
         raise FabricError('host index %d and %d uplinks do not fit %d-port leaf switches' % (max(indexes), uplinks, model['ports']))
-    switches = []
-    cables = []
-    leaves = {}
-    for rail in range(rails[-1] + 1 if rails else 0):
-        leaf = _switch('leaf', rail, 'leaf-rail%d' % rail, model, LEAF_LID_BASE + rail)
-        leaves[rail] = leaf
-        switches.append(leaf)
+    if indexes:
+        _units(host_entries, scalable_units)
+    subnets = _subnets(range(rail_count), subnet_per_rail)
+    subnet_of_rail = dict((rail, subnet['name']) for subnet in subnets for rail in subnet['rails'])
+    switches, cables, leaves = [], [], {}
+    for unit in range(scalable_units):
+        for rail in range(rail_count):
+            name = 'leaf-rail%d' % rail if scalable_units == 1 else 'su%d-leaf-rail%d' % (unit + 1, rail)
+            leaf = _switch('leaf', unit * 256 + rail, name, model, LEAF_LID_BASE + unit * rail_count + rail, identical)
+            leaf['subnet'] = subnet_of_rail[rail]
+            leaves[(unit, rail)] = leaf
+            switches.append(leaf)
     for hostname, entry in host_entries.items():
         for hca_name, hca in sorted(entry['hcas'].items()):
-            leaf = leaves[hca['rail']]
+            leaf = leaves[(entry.get('su', 0), hca['rail'])]
             port = entry['index']
             leaf['ports'][port] = {'peer': '%s/%s' % (hostname, hca_name), 'peer_port': 1}
             hca['switch'] = leaf['name']
             hca['switch_port'] = port
+            hca['subnet'] = leaf['subnet']
             cables.append({'a': '%s/%s:1' % (hostname, hca_name), 'b': '%s:%d' % (leaf['name'], port)})
-    for number in range(spines if rails else 0):
-        spine = _switch('spine', number, 'spine%d' % number, model, SPINE_LID_BASE + number)
-        switches.append(spine)
-        for rail, leaf in sorted(leaves.items()):
-            for link in range(uplinks_per_spine):
-                leaf_port = model['ports'] - uplinks + number * uplinks_per_spine + link + 1
-                spine_port = rail * uplinks_per_spine + link + 1
-                if spine_port > model['ports']:
-                    raise FabricError('too many leaves for %d-port spines' % model['ports'])
-                leaf['ports'][leaf_port] = {'peer': spine['name'], 'peer_port': spine_port}
-                spine['ports'][spine_port] = {'peer': leaf['name'], 'peer_port': leaf_port}
-                cables.append({'a': '%s:%d' % (leaf['name'], leaf_port), 'b': '%s:%d' % (spine['name'], spine_port)})
+    for plane, subnet in enumerate(subnets if rails else []):
+        plane_leaves = [leaves[(unit, rail)] for unit in range(scalable_units) for rail in subnet['rails']]
+        for number in range(spines):
+            name = 'spine%d' % number if len(subnets) == 1 else 'rail%d-spine%d' % (subnet['rails'][0], number)
+            spine = _switch('spine', plane * 256 + number, name, model, SPINE_LID_BASE + plane * spines + number, identical)
+            spine['subnet'] = subnet['name']
+            switches.append(spine)
+            for position, leaf in enumerate(plane_leaves):
+                for link in range(uplinks_per_spine):
+                    leaf_port = model['ports'] - uplinks + number * uplinks_per_spine + link + 1
+                    spine_port = position * uplinks_per_spine + link + 1
+                    if spine_port > model['ports']:
+                        raise FabricError('too many leaves for %d-port spines' % model['ports'])
+                    leaf['ports'][leaf_port] = {'peer': spine['name'], 'peer_port': spine_port}
+                    spine['ports'][spine_port] = {'peer': leaf['name'], 'peer_port': leaf_port}
+                    cables.append({'a': '%s:%d' % (leaf['name'], leaf_port), 'b': '%s:%d' % (spine['name'], spine_port)})
+    for subnet in subnets:
+        first = next((leaf for key, leaf in sorted(leaves.items()) if leaf['subnet'] == subnet['name']), None)
+        subnet['sm_lid'], subnet['sm_node'] = (first['lid'], first['name']) if first else (0, None)
     return {
         'version': 1,
         'topology': 'rail-optimized',
-        'subnet_manager': {'lid': leaves[0]['lid'] if leaves else 0, 'node': leaves[0]['name'] if leaves else None},
+        'node_description': {'mode': descriptions, 'domain': domain},
+        'scalable_units': scalable_units,
+        'subnets': subnets if rails else [],
+        'subnet_manager': {'lid': subnets[0]['sm_lid'], 'node': subnets[0]['sm_node']} if rails else {'lid': 0, 'node': None},
         'hosts': host_entries,
         'switches': switches,
         'links': cables,
     }
+
+
+def subnet_of(fabric, host, ca_name):
+    """The subnet dict of a host's HCA, or None (Ethernet HCAs, hosts outside the fabric, old fabric.yml)."""
+    hca = ((fabric.get('hosts') or {}).get(host) or {}).get('hcas', {}).get(ca_name) or {}
+    return next((subnet for subnet in fabric.get('subnets') or [] if subnet['name'] == hca.get('subnet')), None)
 
 
 def write_fabric(fabric, path):

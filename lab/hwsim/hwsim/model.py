@@ -86,11 +86,14 @@ class PortView(object):
         self.is_ib = self.link_layer == 'InfiniBand'
         self.up = self.state != 'Down'
         self.lid = profiles.lid(host_model.index, hca['name']) if self.is_ib and self.up else 0
-        self.sm_lid = host_model.fabric.get('subnet_manager', {}).get('lid', 0) if self.is_ib and self.up else 0
+        subnet = fabrics.subnet_of(host_model.fabric, host_model.host, hca['name']) if self.is_ib else None
+        sm_lid = subnet['sm_lid'] if subnet else host_model.fabric.get('subnet_manager', {}).get('lid', 0)
+        self.sm_lid = sm_lid if self.is_ib and self.up else 0
         self.lmc = 0
         self.rate = links.rate(self.width, self.lane_speed)
         self.rate_text = links.rate_text(self.width, self.lane_speed)
-        self.gids = profiles.gids(host_model.index, hca, port)
+        self.gids = profiles.gids(host_model.index, hca, port, subnet['prefix'] if subnet else None)
+        self._naming = host_model.fabric.get('node_description') or {}
         self.ipv4 = profiles.ipv4(host_model.index, port)
 
     def _apply_faults(self):
@@ -107,8 +110,9 @@ class PortView(object):
 
     @property
     def description(self):
-        """IB node description as rdma-ndd sets it: ``<hostname> <ca name>``."""
-        return '%s %s' % (self.host, self.ca_name)
+        """IB node description: ``<hostname> <ca name>`` as rdma-ndd sets it, or the fabric's mode (profile.node_description)."""
+        return profiles.node_description(self._naming.get('mode') or 'mlx5', self.host, self.hca,
+                                         self._naming.get('domain') or 'lab.example')
 
 
 class HostModel(object):

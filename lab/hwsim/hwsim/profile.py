@@ -6,6 +6,7 @@ the host's index in the lab (1 for gpu01, from fabric.yml) and the HCA's
 index (N of mlx5_N), so every stand-in on every host computes the same
 values.  The scheme is documented in ../README.md ("Derived identifiers").
 """
+import copy
 import ipaddress
 import os
 
@@ -48,7 +49,38 @@ def load(name, directory=None):
         raise ProfileError('unknown hardware profile %r; available: %s' % (name, ', '.join(available(directory))))
     with open(path, encoding='utf-8') as handle:
         data = yaml.safe_load(handle)
+    if isinstance(data, dict) and data.get('extends'):
+        data = derive(load(data['extends'], directory), data, path)
     check(data, path)
+    return data
+
+
+def derive(base, spec, where='profile'):
+    """A profile made from another (``extends``): its own keys replace the base's; ``rename_hcas``
+    (old -> new, applied at once, GPUs' nearest_hca too) and ``copy_hcas`` (``from``: an HCA of the
+    base; ``name``, ``adapter``, ``pci``, ``netdev``; the copy has no IPv4 network) change the HCAs.
+    Used for the 12-device node (mlx5_0..mlx5_11: lexical order and name prefixes exercised)."""
+    data = copy.deepcopy(base)
+    renames = spec.get('rename_hcas') or {}
+    for hca in data['hcas']:
+        hca['name'] = renames.get(hca['name'], hca['name'])
+    for device in data['gpus']['devices']:
+        device['nearest_hca'] = renames.get(device.get('nearest_hca'), device.get('nearest_hca'))
+    for item in spec.get('copy_hcas') or []:
+        source = find_hca(data, item['from'])
+        if source is None:
+            raise ProfileError('%s: copy_hcas: no HCA %s in %s' % (where, item['from'], spec['extends']))
+        hca = copy.deepcopy(source)
+        hca.update(name=item['name'], adapter=item.get('adapter', hca.get('adapter')), pci=item.get('pci', hca['pci']))
+        for port in hca['ports']:
+            port.pop('ipv4_network', None)
+            if item.get('netdev'):
+                port['netdev'] = item['netdev']
+        data['hcas'].append(hca)
+    data['hcas'].sort(key=lambda hca: hca_index(hca['name']))
+    for key, value in spec.items():
+        if key not in ('extends', 'rename_hcas', 'copy_hcas'):
+            data[key] = value
     return data
 
 
@@ -143,16 +175,35 @@ def gid_text(value):
     return ':'.join(digits[i:i + 4] for i in range(0, 32, 4))
 
 
-def gids(host_index, hca, port):
+def node_description(mode, host, hca, domain='lab.example'):
+    """The CA node description rdma-ndd (or the driver) sets, by the fabric's description mode.
+
+    ``mlx5``: ``gpu01 mlx5_3`` (rdma-core rdma-ndd); ``ofed``: ``gpu01 HCA-4`` (MLNX_OFED style,
+    N+1 of mlx5_N); ``anonymous``: ``MT4129 ConnectX7 Mellanox Technologies`` (no rdma-ndd: the
+    firmware's default); ``fqdn``: ``gpu01.lab.example mlx5_3``.
+    """
+    if mode == 'ofed':
+        return '%s HCA-%d' % (host, hca_index(hca['name']) + 1)
+    if mode == 'anonymous':
+        generation = (hca.get('generation') or 'ConnectX').replace('-', '').replace(' ', '')
+        return '%s %s Mellanox Technologies' % (hca['ca_type'], generation)
+    if mode == 'fqdn':
+        return '%s.%s %s' % (host, domain, hca['name'])
+    return '%s %s' % (host, hca['name'])
+
+
+def gids(host_index, hca, port, prefix=None):
     """The port's non-zero GID table as (index, gid text, type, ipv4 or '') tuples.
 
-    InfiniBand: index 0, subnet prefix fe80::/64 + port GUID, type v1.
+    InfiniBand: index 0, the subnet prefix (default fe80::/64; ``prefix`` as
+    ``fec0:0000:0000:0001`` on a subnet of its own) + port GUID, type v1.
     Ethernet (RoCE): 0/1 link-local from the MAC (v1, v2), then 2/3 IPv4-mapped
     when the netdev has an address (v1, v2).
     """
     link_local = (0xfe80 << 112) | port_guid(host_index, hca, port)
     if port['link_layer'] != 'Ethernet':
-        return [(0, gid_text(link_local), 'v1', '')]
+        subnet = int(prefix.replace(':', ''), 16) << 64 if prefix else 0xfe80 << 112
+        return [(0, gid_text(subnet | port_guid(host_index, hca, port)), 'v1', '')]
     table = [(0, gid_text(link_local), 'v1', ''), (1, gid_text(link_local), 'v2', '')]
     address = ipv4(host_index, port)
     if address:

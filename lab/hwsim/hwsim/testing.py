@@ -16,11 +16,11 @@ PROFILES = ('hgx-h100-ib', 'hgx-a100-ib', 'hgx-h100-roce')
 class Lab(object):
     """A temporary lab: fabric.yml and a state directory under tmp_path."""
 
-    def __init__(self, tmp_path, hosts):
+    def __init__(self, tmp_path, hosts, **fabric_options):
         self.root = tmp_path
         self.state_dir = str(tmp_path / 'state')
         self.fabric_path = str(tmp_path / 'fabric.yml')
-        self.fabric = fabrics.build_fabric(hosts)
+        self.fabric = fabrics.build_fabric(hosts, **fabric_options)
         fabrics.write_fabric(self.fabric, self.fabric_path)
 
     def env(self, host):
@@ -40,7 +40,7 @@ class Lab(object):
         return out
 
 
-def make_lab(tmp_path, profile, compute=2):
-    """ctl01 (no hardware) + gpu01..gpuNN of one profile."""
+def make_lab(tmp_path, profile, compute=2, **fabric_options):
+    """ctl01 (no hardware) + gpu01..gpuNN of one profile; ``fabric_options`` go to build_fabric."""
     hosts = [('ctl01', None)] + [('gpu%02d' % number, profile) for number in range(1, compute + 1)]
-    return Lab(tmp_path, hosts)
+    return Lab(tmp_path, hosts, **fabric_options)

@@ -19,15 +19,22 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.results imp
 PORT_CHECKS = ('ib.hca_present', 'ib.port_state', 'ib.port_rate', 'ib.link_layer')
 
 
+def _device_order(name):
+    """``mlx5_10`` after ``mlx5_9``: ibstat lists devices as sysfs sorts them (mlx5_0, mlx5_1, mlx5_10, mlx5_11, mlx5_2)."""
+    head, sep, number = str(name).rpartition('_')
+    return (head, int(number)) if sep and number.isdigit() else (str(name), -1)
+
+
 def checked_hcas(ib_info, hcas=None, link_layer=None):
-    """The HCAs the checks look at, in rail order: ``hcas`` when given, else every HCA with a port of ``link_layer``."""
+    """The HCAs the checks look at, in rail order: ``hcas`` when given, else every HCA with a port of ``link_layer``
+    by device number (rail k is the k-th)."""
     if hcas:
         return list(hcas)
     names = []
     for ca in (ib_info or {}).get('hcas') or []:
         if any(link_layer in (None, '') or port.get('link_layer') == link_layer for port in ca.get('ports') or []):
             names.append(ca.get('name'))
-    return names
+    return sorted(names, key=_device_order)
 
 
 def _find_port(ca, port_number):

@@ -5,7 +5,9 @@ print_port) and ibdiag_common.c (get_max_msg): a ``Switch: 0x<guid> <desc>:``
 or ``CA: <desc>:`` header per node, then one line per port, ``(%3s %18s %6s/%8s)``
 link part, peer ``%6d %4d[%2s] "<desc>" (<width msg> <speed msg>)``.  A CA
 whose link is down is not reachable, so it is not printed; the switch port
-it is cabled to prints as Down.
+it is cabled to prints as Down.  On a fabric with one subnet per rail, only
+the subnet of the port the tool opens (``-C``/``-P``, else the first active
+one) is printed, as the real tool's SMPs reach no further.
 """
 from hwsim import fabric as fabrics, links
 from hwsim.model import SimError, pid
@@ -45,18 +47,19 @@ class Link(object):
 class Fabric(object):
     """Nodes and ports of the simulated subnet."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, subnet=None):
         self.ctx = ctx
         self.data = ctx.fabric
-        self.switches = self.data['switches']
+        self.switches = [switch for switch in self.data['switches'] if subnet is None or switch.get('subnet') == subnet]
         self.ca_ports = {}      # 'host/mlx5_N' -> PortView (only hosts with IB HCAs in the fabric)
         for host, entry in sorted(self.data['hosts'].items(), key=lambda item: (item[1]['index'] or 0, item[0])):
             if not entry.get('hcas'):
                 continue
             model = ctx.host_model(host)
             for view in model.ports():
-                if view.ca_name in entry['hcas']:
-                    self.ca_ports['%s/%s' % (host, view.ca_name)] = (view, entry['hcas'][view.ca_name])
+                hca = entry['hcas'].get(view.ca_name)
+                if hca is not None and (subnet is None or hca.get('subnet') == subnet):
+                    self.ca_ports['%s/%s' % (host, view.ca_name)] = (view, hca)
 
     def switch(self, name):
         return fabrics.switch_by_name(self.data, name)
@@ -175,7 +178,8 @@ def run(ctx, args):
             pid(), options['ca'] or 'null', options['port'] or 0))
         ctx.error('Failed to open %s port %s\n' % (options['ca'] or '(null)', options['port'] or 0))
         return 1
-    fab = Fabric(ctx)
+    subnet = fabrics.subnet_of(ctx.fabric, ctx.host, local.ca_name)
+    fab = Fabric(ctx, subnet['name'] if subnet and len(ctx.fabric.get('subnets') or []) > 1 else None)
     lines = []
     if options['switches']:
         for switch in fab.switches:

@@ -280,3 +280,87 @@ def test_plan_reads_one_port_per_subnet():
     one = fabric.plan_reads({'a': info(['fe80:0000:0000:0000'] * 3)}, {'a': ['mlx5_0', 'mlx5_1', 'mlx5_2']}, host='a')
     assert one['host'] == 'a' and [read['ca'] for read in one['reads']] == ['mlx5_0', 'mlx5_1', 'mlx5_2']
     assert len(set(read['subnet'] for read in one['reads'])) == 1
+
+
+# ---- the same on the lab's stand-ins: description modes, unmanaged switches, two SUs, a subnet per rail, 12 devices
+
+def _lab_ib_infos(lab, hosts):
+    """node -> ib_info-like facts (ibstat + show_gids through our parsers), as the verify_ib role gathers them."""
+    from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat
+    from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import parse_show_gids
+    from ansible_collections.aicluster.infra.plugins.modules.ib_info import merge_ports
+    infos = {}
+    for host in hosts:
+        cas = parse_ibstat(lab.ok(host, ['ibstat']))['cas']
+        infos[host] = {'hcas': merge_ports(cas, [], parse_show_gids(lab.ok(host, ['show_gids'])))}
+    return infos
+
+
+def _lab_decide(lab, hosts, rail_check=True, reads=None, **expected):
+    """verify_ib then the fabric read (fabric_info's module code over the iblinkinfo stand-in) then the fabric decision."""
+    from _module_runner import run_main
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify import ib
+    from ansible_collections.aicluster.infra.plugins.modules import fabric_info
+    infos = _lab_ib_infos(lab, hosts)
+    outcome = ib.decide_ib(dict((host, {'ib_info': info}) for host, info in infos.items()),
+                           {'link_layer': 'InfiniBand', 'port': 1})
+    plan = outcome['fabric_reads']
+    args = {'reads': plan['reads'] if reads is None else reads}
+
+    def iblinkinfo(argv):
+        return lab.run(plan['host'], ['iblinkinfo'] + argv[1:])
+    result = run_main(fabric_info, args, {'iblinkinfo': iblinkinfo})[0]
+    assert not result.get('failed'), result
+    decided = fabric.decide_fabric(result, outcome['checked'], dict(
+        expected, rail_check=rail_check, identity=outcome['identity'], port=1))
+    return decided, outcome, result
+
+
+LAB_HCAS_12 = ['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9', 'mlx5_10', 'mlx5_11']
+
+
+@pytest.mark.skipif(make_lab is None, reason='lab/hwsim not importable')
+@pytest.mark.parametrize('descriptions, profile, bad_hca', [
+    ('ofed', 'hgx-h100-ib', 'mlx5_3'), ('anonymous', 'hgx-h100-ib', 'mlx5_9'), ('fqdn', 'hgx-h100-ib-12dev', 'mlx5_10'),
+    ('mlx5', 'hgx-h100-ib-12dev', 'mlx5_1X'.replace('X', '1'))])
+def test_stand_in_identity_by_guid_with_unmanaged_switches(tmp_path, descriptions, profile, bad_hca):
+    lab = make_lab(tmp_path, profile, compute=3, descriptions=descriptions, switch_names='identical')
+    assert lab.run('gpu02', ['hwsim', 'fault', 'link-width', bad_hca, '1X'])[0] == 0
+    text = lab.ok('gpu01', ['iblinkinfo'])
+    assert 'MF0;' not in text and 'Quantum2 Mellanox Technologies' in text
+    decided, outcome, dummy = _lab_decide(lab, ['gpu01', 'gpu02', 'gpu03'])
+    if profile.endswith('12dev'):
+        assert outcome['checked']['gpu01'] == LAB_HCAS_12
+    assert [node for node in sorted(decided['fleet']) if _failed(decided['fleet'][node])] == ['gpu02']
+    bad = _failed(decided['fleet']['gpu02'])
+    assert [(r['check'], r['subject'], r['identified_by']) for r in bad] == [('fabric.link_width', '%s:1' % bad_hca, 'guid')]
+    assert len(_by_check(decided['fleet']['gpu03'], 'fabric.rail')) == 8 and decided['cluster'] == []
+
+
+@pytest.mark.skipif(make_lab is None, reason='lab/hwsim not importable')
+def test_stand_in_two_scalable_units(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=4, scalable_units=2, descriptions='ofed')
+    text = lab.ok('gpu01', ['iblinkinfo'])
+    assert 'su1-leaf-rail0' in text and 'su2-leaf-rail7' in text
+    hosts = ['gpu01', 'gpu02', 'gpu03', 'gpu04']
+    decided, dummy, result = _lab_decide(lab, hosts)
+    assert [read['status'] for read in result['reads']] == ['read'] + ['skipped'] * 7
+    assert not [node for node in hosts if _failed(decided['fleet'][node])] and decided['cluster'] == []
+    rails = _by_check(decided['fleet']['gpu04'], 'fabric.rail')
+    assert len(rails) == 8 and rails[0]['measured'].startswith('su2-leaf-rail0')
+
+
+@pytest.mark.skipif(make_lab is None, reason='lab/hwsim not importable')
+def test_stand_in_one_subnet_per_rail_read_once_per_subnet(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=2, subnet_per_rail=True)
+    one = parse_iblinkinfo(lab.ok('gpu01', ['iblinkinfo', '-C', 'mlx5_3', '-P', '1']))['links']
+    assert set(link['node_name'] for link in one if link['node_type'] == 'CA') == {'gpu01 mlx5_3', 'gpu02 mlx5_3'}
+    decided, dummy, result = _lab_decide(lab, ['gpu01', 'gpu02'])
+    assert [read['status'] for read in result['reads']] == ['read'] * 8
+    assert len(set(read['subnet'] for read in result['reads'])) == 8
+    assert not _failed(decided['fleet']['gpu01']) and not _failed(decided['fleet']['gpu02'])
+    # the first port's subnet only (what iblinkinfo without -C reads): 7 of 8 HCAs not seen, and said so
+    decided, dummy, dummy = _lab_decide(lab, ['gpu01', 'gpu02'], reads=[{'ca': 'mlx5_0', 'port': 1}])
+    bad = _failed(decided['fleet']['gpu02'])
+    assert sorted(r['subject'] for r in bad) == sorted('%s:1' % hca for hca in NDR_HCAS[1:])
+    assert all('not seen in the fabric read' in r['message'] for r in bad)

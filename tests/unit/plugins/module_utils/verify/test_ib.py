@@ -137,3 +137,8 @@ def test_decide_ib_reads_identity_for_the_fabric_with_port_checks_off():
     assert out['nodes'] == {'gpu01': []} and out['fleet'] == {}
     assert out['identity'] == {'gpu01': {'mlx5_0': ['0x0000000000000001']}} and out['checked'] == {'gpu01': ['mlx5_0']}
     assert out['fabric_reads']['host'] == 'gpu01'
+
+
+def test_checked_hcas_in_device_order_not_lexical():
+    info = _info(names=('mlx5_0', 'mlx5_10', 'mlx5_11', 'mlx5_3', 'mlx5_9'))
+    assert ib.checked_hcas(info, None, 'InfiniBand') == ['mlx5_0', 'mlx5_3', 'mlx5_9', 'mlx5_10', 'mlx5_11']
