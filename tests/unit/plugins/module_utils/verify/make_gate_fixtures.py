@@ -12,7 +12,7 @@ fabric_info, dcgm_diag, slurm_node_info) run through their main() with
 run_command answered by hwsim, and the commands the roles run (nvidia-smi
 nvlink, dmesg, all_reduce_perf single-node and through the srun rank
 environment, ib_write_bw & co. as a real server/client pair over TCP).
-What hwsim cannot produce (ping, ofed_info, scontrol's text, an srun launch
+What hwsim cannot produce (ping, ``ip -j -d addr show`` as lab.py's rail networks give it, ofed_info, scontrol's text, an srun launch
 failure, some counters) is written here and named in the case's description.
 Deterministic: hwsim's pids and clocks are pinned.
 """
@@ -43,12 +43,13 @@ sys.path.insert(0, HERE)
 import yaml  # noqa: E402
 from _module_runner import run_main  # noqa: E402
 
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import net as verify_net  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as verify_perftest  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.modules import (  # noqa: E402
     dcgm_diag, fabric_info, gpu_info, ib_info, slurm_node_info,
 )
-from hwsim import cli, model as hwsim_model  # noqa: E402
+from hwsim import cli, model as hwsim_model, profile as hwsim_profile  # noqa: E402
 from hwsim.testing import Lab  # noqa: E402
 from hwsim.tools import nccl as hwsim_nccl, perftest as hwsim_perftest  # noqa: E402
 
@@ -152,8 +153,38 @@ def ping_too_long(peer, address, mtu, path_mtu):
         'stderr': 'ping: local error: message too long, mtu=%d\n' % path_mtu * 3}
 
 
-def address_of(host):
-    return '10.0.0.%d' % (10 + int(host[-2:]))
+def ip_links(profile_name, host_index):
+    """``ip -j -d addr show`` of a lab host (lab.py's networks): eth0 the management network at 1500, then each
+    port with an ``ipv4_network`` as its netdev at the rail MTU (RoCE 9000, IPoIB 4092) and hwsim's address."""
+    rows = [{'ifname': 'eth0', 'mtu': 1500, 'operstate': 'UP', 'linkinfo': {'info_kind': 'veth'},
+             'addr_info': [{'family': 'inet', 'local': '10.89.0.%d' % (10 + host_index), 'prefixlen': 24}]}]
+    for hca in hwsim_profile.load(profile_name)['hcas']:
+        for port in hca['ports']:
+            address = hwsim_profile.ipv4(host_index, port)
+            if port.get('netdev') and address:
+                rows.append({'ifname': port['netdev'], 'mtu': 9000 if port['link_layer'] == 'Ethernet' else 4092,
+                             'operstate': 'UP', 'linkinfo': {'info_kind': 'veth'},
+                             'addr_info': [{'family': 'inet', 'local': address.split('/')[0],
+                                            'prefixlen': int(address.split('/')[1])}]})
+    return {'changed': False, 'rc': 0, 'stdout': json.dumps(rows, separators=(',', ':')), 'stderr': ''}
+
+
+def rail_pings(case, variables, spec):
+    """Each node's registered ping loop over the MTU plan; a node in ``path_mtu`` has a path below the MTU."""
+    expected = {'hcas': variables['verify_ib_hcas'], 'port': variables['verify_ib_port'],
+                'link_layer': variables['verify_ib_link_layer'], 'mtu': int(variables['verify_ib_mtu']),
+                'ipoib_mtu': int(variables['verify_ib_ipoib_mtu'])}
+    hosts = [host for host in case['hosts_all'] if host in case['hosts']]
+    observations = dict((host, {'ib_info': case['hosts'][host]['ib_info'], 'links': case['hosts'][host]['links'],
+                                'peer': hosts[(index + 1) % len(hosts)]}) for index, host in enumerate(hosts))
+    for host, items in verify_net.plan(observations, expected).items():
+        path_mtu = (spec.get('path_mtu') or {}).get(host)
+        results = []
+        for item in items:
+            ping = ping_too_long(item['peer'], item['peer_address'], item['expected_mtu'], path_mtu) if path_mtu else \
+                ping_ok(item['peer'], item['peer_address'], item['expected_mtu'])
+            results.append(dict(ping, item=item, changed=False))
+        case['hosts'][host]['pings'] = {'changed': False, 'results': results}
 
 
 def scontrol_text(nodes):
@@ -257,17 +288,13 @@ def observe(name, spec):
                 'unreachable': unreachable, 'slurm_host': spec.get('slurm_host', 'ctl01'), 'hosts': {}}
         ofed = spec.get('ofed') or {}
         endpoints = {}
-        for position, host in enumerate(reachable):
-            ib_tools = dict((tool, hwsim_tool(lab, host)) for tool in ('ibstat', 'ibdev2netdev', 'show_gids'))
+        for host in reachable:
+            ib_tools = dict((tool, hwsim_tool(lab, host)) for tool in ('ibstat', 'ibdev2netdev', 'show_gids', 'ibv_devinfo'))
             ib_tools['ofed_info'] = lambda argv, host=host: (0, '%s:\n' % ofed.get(host, OFED), '')
             gpu_tools = {'nvidia-smi': hwsim_tool(lab, host)}
             observed = {'facts': dict(FACTS)}
             observed['ib_info'] = run_module(ib_info, {}, ib_tools)
-            peer = reachable[(position + 1) % len(reachable)]
-            mtu = int(variables['verify_ib_mtu'])
-            path_mtu = (spec.get('path_mtu') or {}).get(host)
-            observed['ping'] = ping_too_long(peer, address_of(peer), mtu, path_mtu) if path_mtu else \
-                ping_ok(peer, address_of(peer), mtu)
+            observed['links'] = ip_links(profile, hosts.index(host) + 1)
             observed['gpu_info'] = run_module(gpu_info, {'topology': False}, gpu_tools)
             observed['nvlink_status'] = command(lab, host, ['nvidia-smi', 'nvlink', '-s'])
             observed['nvlink_errors'] = command(lab, host, ['nvidia-smi', 'nvlink', '-e'])
@@ -287,6 +314,7 @@ def observe(name, spec):
                 endpoints[host] = verify_perftest.endpoint(observed['ib_info'], variables['verify_perftest_hcas'],
                                                            variables['verify_perftest_link_layer'], host)
             case['hosts'][host] = observed
+        rail_pings(case, variables, spec)
         case['fabric_info'] = run_module(fabric_info, {}, {'iblinkinfo': hwsim_tool(lab, reachable[0])})
         case['perftest'] = observe_perftest(lab, variables, endpoints)
         if case['slurm_host']:
@@ -489,9 +517,10 @@ CASES = {
                        'edits of the module results: hwsim has one firmware per profile, ofed_info is answered by '
                        'the generator), gpu03 another driver and mlx5_9 reporting link layer Ethernet (edits), gpu04 mlx5_6 trained at a lower lane speed '
                        '(hwsim link-speed 53.125), gpu05 ib_info failed (rescue path: ib.hca_present, no perftest '
-                       'endpoint, ofed unknown to the fleet). verify_ib_mtu 9000 with gpu02\'s path at 1500 (ping '
-                       'output hand-written). Proves the fleet majority checks name each odd one out, ib.link_layer, fabric.link_speed '
-                       'and ib.port_rate fail on gpu04, net.mtu fails on gpu02, and mode fail drains nothing.',
+                       'endpoint, ofed unknown to the fleet). gpu02\'s IPoIB rails have a path at 1500 (ping output hand-written; '
+                       'the management network is at 1500 and never pinged). Proves the fleet majority checks name each odd one '
+                       'out, ib.link_layer, fabric.link_speed and ib.port_rate fail on gpu04, net.mtu fails on gpu02\'s eight rails '
+                       '(and on gpu03 mlx5_9, now an Ethernet port whose interface is at the IPoIB MTU), and mode fail drains nothing.',
         'nodes': 5,
         'vars': {'verify_gate_on_failure': 'fail', 'verify_ib_mtu': 9000},
         'faults': [('gpu04', ['link-speed', 'mlx5_6', '53.125'])],
