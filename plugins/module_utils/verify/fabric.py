@@ -401,7 +401,8 @@ def plan_reads(ib_infos, checked, port=1, host=None):
     fabrics every rail is a subnet of its own, so the reading node opens one
     active checked port per distinct subnet (GID prefix and SM LID); fabric_info
     also skips a read whose port an earlier read already showed. ``host``: the
-    reading node (default: the node whose active ports reach the most subnets).
+    reading node (default: the node whose active ports reach the most subnets;
+    one that is not a checked node reads through its first port).
     """
     candidates = {}
     for node, info in (ib_infos or {}).items():
@@ -417,7 +418,9 @@ def plan_reads(ib_infos, checked, port=1, host=None):
             if subnet not in subnets:
                 subnets.append(subnet)
         candidates[node] = (subnets, reads)
-    if host is None or host not in candidates:
+    if host is not None and host not in candidates:
+        return {'host': host, 'reads': []}   # a reader outside the checked nodes: its own first port
+    if host is None:
         ranked = sorted(candidates, key=lambda node: -len(candidates[node][0]))
         host = ranked[0] if ranked and candidates[ranked[0]][1] else host
     subnets, reads = candidates.get(host) or ([], [])

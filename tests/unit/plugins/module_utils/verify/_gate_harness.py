@@ -68,9 +68,10 @@ def role_verify_ib(play):
                 # cases recorded before these variables existed: their defaults
                 'ipoib_mtu': int(play.vars.get('verify_ib_ipoib_mtu', 4092)),
                 'rdma_mtu': int(play.vars.get('verify_ib_rdma_mtu', 4096)),
-                'mtu_enabled': _on(play.v('verify_ib_mtu_enabled'))}
+                'mtu_enabled': _on(play.v('verify_ib_mtu_enabled')), 'fabric_host': play.vars.get('verify_ib_fabric_host', '')}
     mtu = expected['mtu_enabled']
-    read = expected['ports'] or expected['uniform'] or mtu
+    fabric = _on(play.v('verify_ib_fabric_enabled')) and play.v('verify_ib_link_layer') != 'Ethernet'
+    read = expected['ports'] or expected['uniform'] or mtu or fabric
     observations = {}
     for index, host in enumerate(play.hosts):
         observations[host] = {
@@ -83,10 +84,12 @@ def role_verify_ib(play):
     for host in play.hosts:
         observations[host]['pings'] = (play.observed(host, 'pings') if mtu else None) or SKIPPED
     play.outcomes['ib'] = vf.verify_ib(observations, expected)
-    if _on(play.v('verify_ib_fabric_enabled')) and play.v('verify_ib_link_layer') != 'Ethernet':
+    if fabric:
         play.outcomes['fabric'] = vf.verify_fabric(play.case.get('fabric_info'), play.outcomes['ib']['checked'], {
             'width': play.v('verify_ib_width'), 'lane_speed_gbps': float(play.v('verify_ib_lane_speed_gbps')),
-            'rail_check': _on(play.v('verify_ib_rail_enabled')), 'rail_group_regex': play.v('verify_ib_rail_group_regex')})
+            'rail_check': _on(play.v('verify_ib_rail_enabled')), 'rail_group_regex': play.v('verify_ib_rail_group_regex'),
+            'port': int(play.v('verify_ib_port')), 'identity': play.outcomes['ib']['identity'],
+            'scalable_units': dict((host, '') for host in play.hosts)})
 
 
 def perftest_expected(play):

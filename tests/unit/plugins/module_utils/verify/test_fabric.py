@@ -280,6 +280,7 @@ def test_plan_reads_one_port_per_subnet():
     one = fabric.plan_reads({'a': info(['fe80:0000:0000:0000'] * 3)}, {'a': ['mlx5_0', 'mlx5_1', 'mlx5_2']}, host='a')
     assert one['host'] == 'a' and [read['ca'] for read in one['reads']] == ['mlx5_0', 'mlx5_1', 'mlx5_2']
     assert len(set(read['subnet'] for read in one['reads'])) == 1
+    assert fabric.plan_reads(infos, checked, host='mgmt01') == {'host': 'mgmt01', 'reads': []}
 
 
 # ---- the same on the lab's stand-ins: description modes, unmanaged switches, two SUs, a subnet per rail, 12 devices
