@@ -33,6 +33,9 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.perftest_bl
 TESTS = ('write_bw', 'read_bw', 'write_lat', 'gpudirect_bw')
 # Tests judged as bandwidth (Gb/s against the line rate); the others are latency.
 BW_TESTS = ('write_bw', 'read_bw', 'gpudirect_bw')
+TOOLS = {'write_bw': 'ib_write_bw', 'read_bw': 'ib_read_bw', 'write_lat': 'ib_write_lat', 'gpudirect_bw': 'ib_write_bw'}
+# Run options the commands need, with the role's defaults (roles/verify_perftest/defaults/main.yml).
+OPTION_DEFAULTS = {'size': 65536, 'qps': 2, 'duration_s': 30, 'bidirectional': True, 'timeout_s': 60, 'server_wait_s': 10}
 MIB_PER_S_IN_GBPS = 8.0 * 1048576 / 1e9
 _NOMINAL_LANE = {2.5: 'SDR', 5.0: 'DDR', 10.0: 'QDR', 14.0: 'FDR', 25.0: 'EDR', 50.0: 'HDR', 100.0: 'NDR', 200.0: 'XDR'}
 
@@ -152,7 +155,8 @@ def enabled_tests(expected, endpoints=None):
 
 def plan(observations, expected):
     """The run's plan: ``observations`` node -> {``ib_info``: module result, ``address``, and optionally
-    ``numa`` (HCA -> sysfs numa_node), ``numactl`` (bool), ``gpu_info`` (module result)}.
+    ``numa`` (HCA -> sysfs numa_node), ``numactl`` (bool), ``gpu_info`` (module result), ``busy`` (bool: the
+    node runs jobs, so it is left out of the pairs and listed in the summary's ``not_tested``)}.
 
     Returns the outcome the rounds update: ``summary`` (results.json's
     ``perftest``: schedule, rounds, pairs, unattributed), ``endpoints`` (node ->
@@ -167,7 +171,7 @@ def plan(observations, expected):
         observed = observed or {}
         info = observed.get('ib_info')
         gpu_info = observed.get('gpu_info')
-        endpoints[node] = {} if not info or failed(info) else endpoint(
+        endpoints[node] = {} if not info or failed(info) or observed.get('busy') else endpoint(
             info, expected.get('hcas'), expected.get('link_layer'), observed.get('address') or node,
             numa=numa_nodes(observed['numa']) if isinstance(observed.get('numa'), str) else observed.get('numa'),
             numactl=observed.get('numactl'),
@@ -180,9 +184,10 @@ def plan(observations, expected):
     nodes = [node for node in order if endpoints[node].get('names')]
     tests = enabled_tests(expected, endpoints)
     outcome = {'summary': {'schedule': expected.get('schedule') or 'cover', 'rounds': ps.schedule(nodes, expected.get('schedule') or 'cover'),
-                           'pairs': [], 'unattributed': {}, 'line_rate_gbps': rate, 'line_rate_source': source},
+                           'pairs': [], 'unattributed': {}, 'line_rate_gbps': rate, 'line_rate_source': source,
+                           'not_tested': [node for node in order if (observations[node] or {}).get('busy')]},
                'endpoints': endpoints, 'rails': dict((node, endpoints[node].get('names') or []) for node in order),
-               'tests': tests, 'retest': dict((test, []) for test in tests)}
+               'tests': tests, 'retest': dict((test, []) for test in tests), 'options': run_options(expected)}
     return _evaluated(outcome)
 
 
@@ -198,14 +203,52 @@ def _side_argv(hca, test):
     return argv
 
 
-def round_tests(pairs, endpoints, base_port, rails=None, test=None):
+def run_options(expected):
+    """The options every command of the run uses (``OPTION_DEFAULTS`` for those ``expected`` lacks)."""
+    options = {}
+    for key, default in OPTION_DEFAULTS.items():
+        value = expected.get(key)
+        if value in (None, ''):
+            value = default
+        options[key] = (str(value).strip().lower() in ('1', 'true', 'yes', 'on')) if isinstance(default, bool) else int(value)
+    return options
+
+
+def common_argv(test, options):
+    """perftest options shared by both sides: ``--report_gbits -F``, and for bandwidth tests size, QPs, duration, ``-b``."""
+    argv = ['--report_gbits', '-F']
+    if test in BW_TESTS:
+        argv += ['-s', str(options['size']), '-q', str(options['qps'])]
+        if options['duration_s'] > 0:
+            argv += ['-D', str(options['duration_s'])]
+        if options['bidirectional']:
+            argv += ['-b']
+    return argv
+
+
+def _commands(spec, test, options):
+    """The server's and the client's command of one test: ``{'argv', 'data'}`` (perftest_run), ``data`` the spec."""
+    tool = TOOLS.get(test or 'write_bw', 'ib_write_bw')
+    common = common_argv(test or 'write_bw', options)
+    port = ['-p', str(spec['port'])]
+    server_timeout = options['timeout_s'] + options['server_wait_s']
+    data = dict(spec)
+    server = (['timeout', '--kill-after=5', str(server_timeout)] + spec['server_prefix'] + [tool, '-d', spec['server_hca']]
+              + port + common + spec['server_args'])
+    client = (['timeout', '--kill-after=5', str(options['timeout_s'])] + spec['client_prefix'] + [tool, '-d', spec['client_hca']]
+              + port + common + spec['client_args'] + [spec['address']])
+    return {'argv': server, 'data': data}, {'argv': client, 'data': data}
+
+
+def round_tests(pairs, endpoints, base_port, rails=None, test=None, options=None):
     """One entry per (pair, rail) of a round: client, server, their HCAs, GID indexes, address, port, line rate,
     and each side's extra options (``client_args``/``server_args``) and numactl prefix (``client_prefix``/``server_prefix``).
 
     ``pairs``: ``[client, server]`` lists or ``{client, server, rails}`` dicts.
     ``line_rate`` is the fleet's expected rate (``plan``), ``negotiated`` the
     lower data rate of both ports. ``test`` ``gpudirect_bw`` keeps only the
-    rails where both sides have a nearest GPU.
+    rails where both sides have a nearest GPU. With ``options`` (``run_options``)
+    each entry also carries ``server_cmd`` and ``client_cmd`` for perftest_run.
     """
     tests = []
     for pair in pairs or []:
@@ -241,6 +284,8 @@ def round_tests(pairs, endpoints, base_port, rails=None, test=None):
                 'tclass': hca.get('tclass'), 'client_gpu': hca.get('gpu') if test == 'gpudirect_bw' else None,
                 'server_gpu': peer.get('gpu') if test == 'gpudirect_bw' else None,
             })
+            if options:
+                tests[-1]['server_cmd'], tests[-1]['client_cmd'] = _commands(tests[-1], test, options)
     return tests
 
 
@@ -295,9 +340,36 @@ def pair_result(client_run, test, spec, expected, round_index=None):
     return entry
 
 
+def _key(spec):
+    return (spec.get('client'), spec.get('server'), spec.get('rail'))
+
+
 def _client_runs(async_results):
-    """(spec, client run) of every client of a round, from the async_status results (``item.item`` is the spec)."""
+    """(spec, client run) of every client of a round.
+
+    ``async_results``: per node, the async_status result of its perftest_run
+    call (``clients`` and ``servers``, each with ``data`` the spec), or, one
+    per client, an async_status result whose ``item.item`` is the spec. When a
+    client failed, its server's error lines are added to its stderr.
+    """
+    servers = {}
     for result in async_results or []:
+        for run in (result or {}).get('servers') or []:
+            if isinstance(run.get('data'), dict):
+                servers[_key(run['data'])] = run
+    for result in async_results or []:
+        result = result or {}
+        if 'clients' in result:
+            for run in result.get('clients') or []:
+                spec = run.get('data')
+                if not isinstance(spec, dict):
+                    continue
+                stderr = run.get('stderr') or ''
+                server = servers.get(_key(spec)) or {}
+                if run.get('rc') != 0 and server.get('rc') not in (0, None) and server.get('stderr'):
+                    stderr = '%s\nserver %s: %s' % (stderr, spec.get('server'), server['stderr'].strip())
+                yield spec, {'stdout': run.get('stdout', ''), 'rc': 1 if run.get('rc') is None else run.get('rc'), 'stderr': stderr}
+            continue
         spec = (result.get('item') or {}).get('item')
         if not spec:
             continue

@@ -120,8 +120,9 @@ def test_verify_perftest_plan():
 
 def test_verify_perftest_tests():
     tests = vf.verify_perftest_tests([['gpu01', 'gpu02']], _plan(), 18515)
-    assert [(t['client_hca'], t['server_hca'], t['port'], t['address'], t['line_rate']) for t in tests] == [
-        ('mlx5_0', 'mlx5_0', 18515, 'gpu02', 400.0), ('mlx5_3', 'mlx5_3', 18516, 'gpu02', 200.0)]
+    # the line rate is the fleet's most common (400), never the degraded port's own (negotiated 200)
+    assert [(t['client_hca'], t['server_hca'], t['port'], t['address'], t['line_rate'], t['negotiated']) for t in tests] == [
+        ('mlx5_0', 'mlx5_0', 18515, 'gpu02', 400.0, 400.0), ('mlx5_3', 'mlx5_3', 18516, 'gpu02', 400.0, 200.0)]
     retest = vf.verify_perftest_tests([{'client': 'gpu02', 'server': 'gpu01', 'rails': [1]}], _plan(), 18515)
     assert [(t['client'], t['rail'], t['address']) for t in retest] == [('gpu02', 1, '10.0.0.1')]
     with pytest.raises(AnsibleFilterError, match='^verify_perftest_tests: '):

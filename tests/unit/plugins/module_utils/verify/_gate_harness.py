@@ -105,7 +105,8 @@ def perftest_expected(play):
             # cases recorded before these variables existed: their defaults
             'rate_gbps': int(play.vars.get('verify_perftest_rate_gbps') or 0) or int(play.vars.get('verify_ib_rate_gbps') or 0),
             'tclass': play.vars.get('verify_perftest_tclass', 106),
-            'gpudirect_bw_enabled': _on(play.vars.get('verify_perftest_gpudirect_enabled', True))}
+            'gpudirect_bw_enabled': _on(play.vars.get('verify_perftest_gpudirect_enabled', True)),
+            'timeout_s': play.vars.get('verify_perftest_timeout_s'), 'server_wait_s': play.vars.get('verify_perftest_server_wait_s')}
 
 
 def _client_output(play, test, spec):
@@ -117,14 +118,19 @@ def _client_output(play, test, spec):
 
 
 def perftest_round(play, outcome, test, pairs, round_index):
-    """round.yml: the round's tests, every client's async result (play order), then verify_perftest_round."""
+    """round.yml: the round's tests, each node's perftest_run result (play order), then verify_perftest_round."""
     tests = vf.verify_perftest_tests(pairs, outcome, play.v('verify_perftest_base_port'), test)
     done = []
     for host in play.hosts:
-        for number, spec in enumerate(item for item in tests if item['client'] == host):
+        mine = [item for item in tests if host in (item['client'], item['server'])]
+        if not mine:
+            continue
+        clients = []
+        for spec in (item for item in mine if item['client'] == host):
             output = _client_output(play, test, spec)
-            done.append({'item': {'item': spec, 'ansible_job_id': 'j%d' % number}, 'finished': 1, 'rc': output['rc'],
-                         'stdout': output.get('stdout', ''), 'stderr': output.get('stderr', '')})
+            clients.append({'data': spec['client_cmd']['data'], 'argv': spec['client_cmd']['argv'], 'rc': output['rc'],
+                            'stdout': output.get('stdout', ''), 'stderr': output.get('stderr', ''), 'attempts': 1})
+        done.append({'finished': 1, 'changed': False, 'clients': clients, 'servers': []})
     return vf.verify_perftest_round(outcome, done, dict(perftest_expected(play), test=test, round=round_index))
 
 

@@ -348,3 +348,51 @@ def test_broken_gpudirect_fails_while_host_memory_passes():
     assert failing == {'a': [], 'b': ['perftest.gpudirect_bw'], 'c': []}
     gdr = [p for p in outcome['summary']['pairs'] if p['test'] == 'gpudirect_bw']
     assert gdr and all(p['threshold'] == 360.0 for p in gdr) and all('client_gpu' in p for p in gdr)
+
+
+def test_round_commands_one_per_side_with_numa_tclass_and_options():
+    numa = '/sys/class/infiniband/mlx5_1/device/numa_node:1\n'
+    observations = {'a': {'ib_info': _roce(), 'numa': numa, 'numactl': True}, 'b': {'ib_info': _roce(), 'numa': numa, 'numactl': True}}
+    outcome = perftest.plan(observations, dict(EXPECTED, hcas=['mlx5_0', 'mlx5_1'], tclass=106, size=65536, qps=2, duration_s=30,
+                                               bidirectional=True, timeout_s=60, server_wait_s=10))
+    assert outcome['options'] == {'size': 65536, 'qps': 2, 'duration_s': 30, 'bidirectional': True, 'timeout_s': 60, 'server_wait_s': 10}
+    specs = perftest.round_tests([['a', 'b']], outcome['endpoints'], 18515, test='write_bw', options=outcome['options'])
+    rail1 = [s for s in specs if s['rail'] == 1][0]
+    common = ['--report_gbits', '-F', '-s', '65536', '-q', '2', '-D', '30', '-b']
+    assert rail1['server_cmd']['argv'] == (['timeout', '--kill-after=5', '70', 'numactl', '--cpunodebind=1', '--membind=1',
+                                            'ib_write_bw', '-d', 'mlx5_1', '-p', '18516'] + common + ['-x', '3', '--tclass=106'])
+    assert rail1['client_cmd']['argv'] == (['timeout', '--kill-after=5', '60', 'numactl', '--cpunodebind=1', '--membind=1',
+                                            'ib_write_bw', '-d', 'mlx5_1', '-p', '18516'] + common + ['-x', '3', '--tclass=106', 'b'])
+    rail0 = [s for s in specs if s['rail'] == 0][0]
+    assert rail0['client_cmd']['argv'][:4] == ['timeout', '--kill-after=5', '60', 'ib_write_bw']  # NUMA node unknown: not pinned
+    assert rail1['client_cmd']['data']['client_hca'] == 'mlx5_1' and 'client_cmd' not in rail1['client_cmd']['data']
+    lat = perftest.round_tests([['a', 'b']], outcome['endpoints'], 18515, test='write_lat', options=outcome['options'])
+    assert lat[0]['client_cmd']['argv'][3:] == ['ib_write_lat', '-d', 'mlx5_0', '-p', '18515', '--report_gbits', '-F', 'b']
+
+
+def test_record_round_from_one_perftest_run_per_node():
+    """Each node's perftest_run result (clients and servers, data = the spec): one pair per client; a failing client
+    carries its server's error lines."""
+    observations = dict(('gpu%02d' % n, {'ib_info': _info()}) for n in (1, 2))
+    expected = dict(EXPECTED, rate_gbps=400)
+    outcome = perftest.plan(observations, expected)
+    specs = perftest.round_tests(outcome['summary']['rounds'][0], outcome['endpoints'], 18515, test='write_bw', options=outcome['options'])
+    by_rail = dict((s['rail'], s) for s in specs)
+    done = [{'finished': 1, 'clients': [{'data': by_rail[0]['client_cmd']['data'], 'rc': 0, 'stdout': _gbits(390.0), 'stderr': ''},
+                                        {'data': by_rail[1]['client_cmd']['data'], 'rc': 1, 'stdout': '',
+                                         'stderr': ' Failed to exchange data between server and clients\n'}],
+             'servers': []},
+            {'finished': 1, 'clients': [], 'servers': [
+                {'data': by_rail[0]['server_cmd']['data'], 'rc': 0, 'stdout': '', 'stderr': ''},
+                {'data': by_rail[1]['server_cmd']['data'], 'rc': 1, 'stdout': '', 'stderr': "Couldn't allocate MR\n Couldn't create IB resources\n"}]}]
+    after = perftest.record_round(outcome, done, dict(expected, test='write_bw', round=0))
+    pairs = sorted(after['summary']['pairs'], key=lambda p: p['rail'])
+    assert [(p['rail'], p['passed']) for p in pairs] == [(0, True), (1, False)]
+    assert "server gpu02: Couldn't allocate MR" in pairs[1]['errors']
+
+
+def test_busy_node_left_out_and_reported_not_tested():
+    observations = dict(('gpu%02d' % n, {'ib_info': _info(), 'busy': n == 2}) for n in (1, 2, 3))
+    outcome = perftest.plan(observations, EXPECTED)
+    assert outcome['summary']['not_tested'] == ['gpu02']
+    assert 'gpu02' not in [node for rnd in outcome['summary']['rounds'] for pair in rnd for node in pair]
