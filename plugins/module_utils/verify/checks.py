@@ -60,7 +60,9 @@ _RECORDS = (
           source='batch differences are a classic delivery failure'),
     Check('fabric.link_width', 'fabric', 'every link at 4X', 'equal', None,
           'reseat or replace the cable on {peer} / {node} {hca}',
-          measures='every link (iblinkinfo, once)',
+          measures=('every link: iblinkinfo `-C CA -P PORT` once per subnet, CAs found by port GUID, switches by GUID; a checked '
+                    'HCA seen in no read fails (`not seen`); a degraded switch-to-switch link, or one to a CA of no checked '
+                    'node, is a cluster result (`switch GUID port N`: fails the verdict, drains nobody)'),
           default='4X',
           source=("a 1X link loses 3/4 of the bandwidth; iblinkinfo's `Could be 4X` hint (infiniband-diags "
                   '`ibdiag_common.c`)')),
@@ -69,11 +71,14 @@ _RECORDS = (
           measures='every link at full lane speed',
           default="iblinkinfo's `( Could be ... Gbps)` hint; or `verify_ib_lane_speed_gbps`",
           source='infiniband-diags'),
-    Check('fabric.rail', 'fabric', 'HCA k of every node reaches the same leaf group', 'equal', None,
+    Check('fabric.rail', 'fabric', "a node's rails on distinct leaves; one leaf per rail in each scalable unit", 'equal', None,
           'recable {node} {hca} to its rail ({threshold}); it now reaches {measured}',
-          measures='HCA k of every node on the same leaf group (off by default)',
-          default='fleet majority per rail',
-          source='rail-optimized wiring'),
+          measures=("leaf of each HCA k (by switch GUID): a node's rails on distinct leaves, each leaf serving one rail, and "
+                    'the nodes of one scalable unit on one leaf per rail (off by default)'),
+          default=('the majority leaf per rail inside each scalable unit (`verify_ib_scalable_unit`, else the SU of the '
+                   'leaf of rail 0); a tie is a cluster result that drains nobody'),
+          source=('rail-optimized wiring: rail k of every node of a scalable unit on leaf k of that SU (NVIDIA DGX '
+                  'SuperPOD reference architecture); several SUs and ties: issue 11')),
     Check('perftest.write_bw', 'perftest', 'ib_write_bw between rail-aligned HCA pairs', 'higher', 'Gb/s',
           'check {suspect}: link state and rate (ibstat, iblinkinfo), PCIe width (lspci -vv), then rerun ib_write_bw',
           measures=('`ib_write_bw --report_gbits -F -s 65536 -q 2 -b -D 30`, rail-aligned pairs, under `numactl` bound to the '

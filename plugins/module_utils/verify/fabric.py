@@ -329,13 +329,21 @@ def _leaf_rails(leaves):
 
 
 def _units(nodes, leaves, scalable_units):
-    """node -> its scalable unit: the inventory's name, else the leaf of its rail-0 HCA."""
+    """node -> its scalable unit: the inventory's name, else the leaf of its rail-0 HCA; a node whose rail 0 was not
+    seen joins the SU whose nodes share the leaf of its first seen rail."""
     units = {}
     for node in nodes:
         if (scalable_units or {}).get(node) not in (None, ''):
             units[node] = 'SU %s' % scalable_units[node]
         elif 0 in leaves[node]:
             units[node] = 'the SU of leaf %s' % leaves[node][0][1]
+    for node in nodes:
+        if node in units or not leaves[node]:
+            continue
+        rail, leaf = sorted(leaves[node].items())[0]
+        unit = most_common([units[other] for other in units if leaves[other].get(rail, (None,))[0] == leaf[0]])
+        if unit is not None:
+            units[node] = unit
     return units
 
 

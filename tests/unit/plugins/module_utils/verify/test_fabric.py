@@ -365,3 +365,16 @@ def test_stand_in_one_subnet_per_rail_read_once_per_subnet(tmp_path):
     bad = _failed(decided['fleet']['gpu02'])
     assert sorted(r['subject'] for r in bad) == sorted('%s:1' % hca for hca in NDR_HCAS[1:])
     assert all('not seen in the fabric read' in r['message'] for r in bad)
+
+
+def test_a_node_whose_rail_0_is_down_keeps_its_other_rails_judged():
+    links, nodes = _two_su({'h': [11, 12], 'g': [11, 2]})
+    links = [link for link in links if _guid('h', 'mlx5_0') not in (link.get('port_guid'), link.get('node_guid'))
+             and not (link['node_type'] == 'Switch' and link['node_lid'] == 11 and link['port'] == 8)]
+    out = fabric.evaluate_fabric({'links': links}, nodes, {'rail_check': True, 'identity': _identity(nodes)})
+    assert [(r['check'], r['subject']) for r in _failed(out['nodes']['h'])] == [('fabric.link_width', 'mlx5_0:1')]
+    # h joins SU 2 through the leaf of its rail 1, where it is judged (and passes)
+    rails = _by_check(out['nodes']['h'], 'fabric.rail')
+    unit = 'the SU of leaf Quantum2 Mellanox Technologies (%s)' % _sw_guid(11)
+    assert [(r['rail'], r['passed'], r['scalable_unit']) for r in rails] == [(1, True, unit)]
+    assert [r['rail'] for r in _failed(out['nodes']['g'])] == [1]
