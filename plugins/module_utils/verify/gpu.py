@@ -23,7 +23,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify._common imp
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
     cuda_major, dcgm_result, per_gpu_results, nvlink_error_results, nvlink_read_summary, nvlink_results, parse_proc_cgroups,
-    process_results, retired_results, xid_cursor, xid_results,
+    parse_scontrol_listpids, process_results, retired_results, xid_cursor, xid_results,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -174,8 +174,9 @@ def evaluate_gpu(observed, expected):
         results.extend(xid_results(gpus, parse_xid(dmesg), expected, window=log_window(dmesg),
                                    cursor=xid_cursor(observed.get('xid_state'))))
     if 'gpu.processes' in checks and apps is not None:
-        cgroups = observed.get('proc_cgroups')
-        results.extend(process_results(gpus, apps, expected, cgroups=parse_proc_cgroups(_text(cgroups)) if ran(cgroups) else None))
+        cgroups, listpids = observed.get('proc_cgroups'), observed.get('slurm_pids')
+        results.extend(process_results(gpus, apps, expected, cgroups=parse_proc_cgroups(_text(cgroups)) if ran(cgroups) else None,
+                                       listpids=parse_scontrol_listpids(_text(listpids)) if ran(listpids) else None))
     dcgm = observed.get('dcgm_diag')
     if 'gpu.dcgm_diag' in checks and ran(dcgm):
         results.append(dcgm_result(dcgm, dict(expected, cuda_major=expected.get('cuda_major') or cuda_major(info))))

@@ -393,17 +393,20 @@ def _cgroup_jobs(cgroups):
     return jobs
 
 
-def process_results(gpus, rows, expected, cgroups=None):
+def process_results(gpus, rows, expected, cgroups=None, listpids=None):
     """gpu.processes from ``--query-compute-apps`` rows: a Slurm job's processes are busy GPUs, the rest strays.
 
     ``cgroups``: pid -> ``/proc/<pid>/cgroup`` text (cgroup v1
     ``/slurm/uid_N/job_M/...``, v2 ``.../job_M/step_S/...`` under
-    slurmstepd.scope); a PID in a job cgroup is the job's. Busy GPUs pass with
+    slurmstepd.scope); a PID in a job cgroup is the job's. ``listpids``:
+    pid -> job id from ``scontrol listpids`` (the local slurmstepds' own
+    processes, whatever the proctrack plugin). Busy GPUs pass with
     ``busy: true`` and ``jobs`` on the result, so the gate can report them
     as not tested. Names in ``expected['allowed_processes']`` are ignored.
     """
     allowed = set(expected.get('allowed_processes') or [])
     jobs = _cgroup_jobs(cgroups)
+    jobs.update((str(pid), str(job)) for pid, job in (listpids or {}).items() if str(pid) not in jobs)
     mine = [row for row in rows if row.get('process_name') not in allowed and
             (row.get('process_name') or '').split('/')[-1] not in allowed]
     stray = [row for row in mine if str(row.get('pid')) not in jobs]
@@ -516,3 +519,16 @@ def nvlink_read_summary(parsed):
                 nonzero[str(link.get('link'))] = errors
         summary[str(gpu.get('index'))] = {'layout': gpu.get('layout'), 'links': len(gpu.get('links') or []), 'nonzero': nonzero}
     return summary
+
+
+_LISTPIDS_RE = re.compile(r'^(?P<pid>\d+)\s+(?P<job>\d+)(?:\s|$)')
+
+
+def parse_scontrol_listpids(text):
+    """pid (str) -> job id (str) from ``scontrol listpids`` (``PID JOBID STEPID LOCALID GLOBALID`` rows; header skipped)."""
+    found = {}
+    for raw in (text or '').splitlines():
+        match = _LISTPIDS_RE.match(raw.strip())
+        if match:
+            found[match.group('pid')] = match.group('job')
+    return found

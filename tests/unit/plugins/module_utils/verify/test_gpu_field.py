@@ -18,7 +18,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import 
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvlink_errors
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import gpu
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
-    dcgm_result, nvlink_error_results, parse_proc_cgroups, process_results, xid_results,
+    dcgm_result, nvlink_error_results, parse_proc_cgroups, parse_scontrol_listpids, process_results, xid_results,
 )
 
 B200 = 'nvidia-smi/nvidia-smi-570-2xb200-nvlink-e-rx-errors-handmade.txt'
@@ -277,3 +277,24 @@ def test_evaluate_gpu_uses_the_cgroup_read():
     expected = {'enabled': {'inventory': False, 'persistence': False, 'memory': False}}
     results = [r for r in gpu.evaluate_gpu(observed, expected) if r['check'] == 'gpu.processes']
     assert [r['message'] for r in results] == ['busy: job 118 holds GPU 0', 'busy: job 93 holds GPU 1']
+
+
+LISTPIDS = ('PID      JOBID    STEPID   LOCALID GLOBALID\n'
+            '999      121      0        0       0\n'
+            '1001     121      batch    0       0\n')
+
+
+def test_listpids_names_a_job_without_cgroups():
+    # proctrack/linuxproc: no job cgroup, but the job's slurmstepd knows its processes
+    assert parse_scontrol_listpids(LISTPIDS) == {'999': '121', '1001': '121'}
+    results = process_results(GPUS, APPS, {}, cgroups=parse_proc_cgroups(CGROUPS), listpids=parse_scontrol_listpids(LISTPIDS))
+    assert [(r['subject'], r['passed']) for r in results] == [('GPU 0', True), ('GPU 1', True), ('GPU 2', True)]
+    assert results[2]['message'] == 'busy: job 121 holds GPU 2'
+
+
+def test_evaluate_gpu_uses_listpids():
+    csv = '00000000:1A:00.0, 999, /usr/bin/python3, 100\n'
+    observed = {'gpu_info': {'gpus': GPUS}, 'compute_apps': _ran(csv), 'proc_cgroups': _ran(CGROUPS), 'slurm_pids': _ran(LISTPIDS)}
+    expected = {'enabled': {'inventory': False, 'persistence': False, 'memory': False}}
+    results = [r for r in gpu.evaluate_gpu(observed, expected) if r['check'] == 'gpu.processes']
+    assert [(r['subject'], r.get('busy')) for r in results] == [('GPU 2', True)]
