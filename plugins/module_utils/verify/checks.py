@@ -225,7 +225,8 @@ _RECORDS = (
                   'follows')),
     Check('gpu.processes', 'gpu', 'no stray processes on the GPUs (a Slurm job\'s own are busy, not stray)', 'lower', None,
           'stop the stray GPU processes on {node} (nvidia-smi --query-compute-apps=pid,name) before it takes jobs',
-          measures='`--query-compute-apps`, and `/proc/<pid>/cgroup` of each PID (a Slurm job cgroup: busy GPU, not tested)',
+          measures=('`--query-compute-apps`, with `/proc/<pid>/cgroup` of each PID and `scontrol listpids` (a PID of a running '
+                    'Slurm job: busy GPU, not tested)'),
           default='none outside a Slurm job (`verify_gpu_allowed_processes`)',
           source='leftover processes after a job; Slurm cgroup paths (v1 /slurm/uid_N/job_M, v2 slurmstepd.scope/job_M) (issue 11)'),
     Check('gpu.dcgm_diag', 'gpu', 'dcgmi diag passes and skipped none of its CUDA tests', 'state', None,
