@@ -19,7 +19,7 @@ description:
     every half second for up to O(connect_wait_s) seconds, so every node of a round can start its call at the same
     time without waiting for its partners' servers.
   - Each argv should bound its own run time (for example C(timeout 60 ib_write_bw ...)); the module does not kill.
-  - An active measurement: in check mode nothing runs and every process is reported with C(rc) V(null).
+  - An active measurement, so nothing runs in check mode; every process is then reported with C(rc) V(null).
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
   - aicluster.infra.attributes
