@@ -68,7 +68,7 @@ def test_verify_ib():
                     'gpu02': {'ib_info': {'failed': True, 'msg': 'ibstat: not found'}, 'links': SKIPPED, 'pings': SKIPPED,
                               'peer': 'gpu01'}}
     outcome = vf.verify_ib(observations, {'hcas': [], 'port': 1, 'rate_gbps': 400, 'link_layer': 'InfiniBand', 'mtu': 4096})
-    assert set(outcome) == {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads', 'parameters'}
+    assert {'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads', 'parameters'} <= set(outcome)
     assert outcome['parameters'] == {'ib_rate_gbps': 400, 'ib_port': 1, 'ib_link_layer': 'InfiniBand', 'mtu': 4096}
     assert 'net.mtu' in [r['check'] for r in outcome['nodes']['gpu01']]  # its rails have no netdev: not checked, with the reason
     assert [r['check'] for r in outcome['nodes']['gpu02']] == ['ib.hca_present']
