@@ -306,11 +306,12 @@ def pair_result(client_run, test, spec, expected, round_index=None):
     Latency: t_typical (else t_avg) of the smallest size against ``max_latency_us``.
     """
     errors = []
-    parsed = parse_once(parse_perftest, client_run.get('stdout', ''), 'ib_%s' % test, errors) or {'results': [], 'errors': []}
+    parsed = parse_once(parse_perftest, client_run.get('stdout', ''), TOOLS.get(test, 'ib_%s' % test), errors) or {'results': [], 'errors': []}
     rc = client_run.get('rc')
     stderr = client_run.get('stderr') or ''
-    errors = list(parsed.get('errors') or []) + errors + (
-        [line.strip() for line in stderr.splitlines() if line.strip()][:3] if rc not in (0, None) else [])
+    # the tool's own words first: a failed client's stderr, then what its stdout said, then "printed nothing"
+    said = [line.strip() for line in stderr.splitlines() if line.strip()][:3] if rc not in (0, None) else []
+    errors = list(parsed.get('errors') or []) + [line for line in said if line not in (parsed.get('errors') or [])] + errors
     if rc == 124:
         errors.insert(0, 'timed out')
     rows = parsed.get('results') or []

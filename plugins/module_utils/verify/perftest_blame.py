@@ -12,6 +12,14 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify._common imp
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 
+# What to check on the node blamed for a test.
+FAULTY_HINT = {
+    None: 'check the HCA, its cable and its PCIe slot',
+    'gpudirect_bw': ('check GPUDirect RDMA on this node (nvidia_peermem or dma-buf, PCIe ACS off between the GPU and the HCA, '
+                     'IOMMU passthrough); host memory is tested by write_bw'),
+}
+
+
 def _partner(pair, node):
     return pair['server'] if pair['client'] == node else pair['client']
 
@@ -38,10 +46,9 @@ def _rail_result(check, test, node, hca, rail, mine, verdict, final):
         partners = sorted(set(_partner(p, node) for p in failed))
         return new_result(
             check, '%s -> %s' % (hca, ', '.join(_describe(p, node) for p in shown)), worst['measured'], worst['threshold'],
-            False, '%s failed %s with %d different partners (%s), threshold %s %s; the fault is on this node: '
-            'check the HCA, its cable and its PCIe slot' % (
+            False, '%s failed %s with %d different partners (%s), threshold %s %s; the fault is on this node: %s' % (
                 hca, test, len(partners), ', '.join('%s: %s' % (_partner(p, node), _figure(p)) for p in shown),
-                fmt(worst['threshold']), unit), unit=unit, rail=rail, partners=partners)
+                fmt(worst['threshold']), unit, FAULTY_HINT.get(test, FAULTY_HINT[None])), unit=unit, rail=rail, partners=partners)
     if (node, rail) in verdict['suspect'] and final:
         p = failed[0]
         return new_result(

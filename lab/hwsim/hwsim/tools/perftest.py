@@ -265,7 +265,9 @@ def cuda_lines(ctx, opts, dest):
               'allocated GPU buffer address at %016x pointer=%#x\n' % (address, address)]
     broken = _last_fault(ctx, 'gdr-broken')
     if broken is not None and broken['fraction'] == 0:
-        raise PerftestError(''.join(lines) + MR_FAILED)
+        if opts['output'] is None:
+            _write(ctx, ''.join(lines))  # perftest's start-up lines are on stdout, the failure on stderr
+        raise PerftestError(MR_FAILED)
     dest['gdr_fraction'] = broken['fraction'] if broken is not None else 1.0
     return ''.join(lines)
 

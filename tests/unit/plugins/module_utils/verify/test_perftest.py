@@ -396,3 +396,18 @@ def test_busy_node_left_out_and_reported_not_tested():
     outcome = perftest.plan(observations, EXPECTED)
     assert outcome['summary']['not_tested'] == ['gpu02']
     assert 'gpu02' not in [node for rnd in outcome['summary']['rounds'] for pair in rnd for node in pair]
+
+
+def test_failed_client_reports_the_tools_words_first():
+    stderr = own_fixture('perftest/perftest-4.5-ib_read_bw-client-mr-failed-memlock-handmade.txt')
+    pair = perftest.pair_result(_run('', rc=1, stderr=stderr), 'gpudirect_bw', _spec(), EXPECTED, 0)
+    assert pair['passed'] is False and pair['errors'][0] == "Couldn't allocate MR"
+    assert pair['errors'][-1] == 'ib_write_bw printed nothing'
+
+
+def test_gpudirect_blame_names_the_gpudirect_path():
+    pairs = [dict(_pair('gpu01', 'gpu02', 0, 120.0), test='gpudirect_bw'), dict(_pair('gpu03', 'gpu02', 0, 121.0), test='gpudirect_bw'),
+             dict(_pair('gpu01', 'gpu03', 0, 389.0), test='gpudirect_bw')]
+    out = evaluate_perftest(pairs, dict((n, ['mlx5_0']) for n in ('gpu01', 'gpu02', 'gpu03')), 'gpudirect_bw')
+    bad = _failed(out['nodes']['gpu02'])
+    assert bad[0]['check'] == 'perftest.gpudirect_bw' and 'nvidia_peermem' in bad[0]['message']
