@@ -174,12 +174,14 @@ def _skipped(check, subject, threshold, reason, unit='bytes'):
 
 
 def _ping_said(ping):
-    stderr = ping['stderr'] if 'stderr' in ping else ping.get('msg')
-    text = '%s\n%s' % (ping.get('stdout') or '', stderr or '')
+    exception = ping.get('exception')
+    text = '\n'.join(str(part) for part in (ping.get('stdout'), ping.get('stderr'), ping.get('msg'),
+                                             exception if isinstance(exception, str) else None) if part)
     found = _PING_MTU_RE.search(text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     said = next((line for line in lines if 'too long' in line or 'Frag' in line or 'unknown host' in line.lower()
-                 or 'Name or service' in line or 'Cannot assign' in line or 'unreachable' in line.lower()),
+                 or 'Name or service' in line or 'Cannot assign' in line or 'unreachable' in line.lower()
+                 or 'No such file' in line or 'Operation not permitted' in line),
                 lines[-1] if lines else 'no output')
     return (int(found.group('mtu')) if found else None), said
 

@@ -172,3 +172,10 @@ def test_ib_path_mtu_below_4096_points_at_the_partition():
 def test_mtu_checks_off():
     outcome = decide.ib(pinged(ring(['gpu01', 'gpu02']), IB), dict(IB, mtu_enabled=False))
     assert not any(r['area'] == 'net' for results in outcome['nodes'].values() for r in results)
+
+
+def test_ping_that_could_not_start_says_why():
+    def missing(item):
+        return {'item': item, 'rc': 2, 'stdout': '', 'stderr': '', 'msg': '[Errno 2] No such file or directory: b\'ping\''}
+    bad = _by(net.decide_net(pinged(ring(['gpu01', 'gpu02']), IB, missing), IB)['gpu01'], 'net.mtu')['mlx5_0:1 ibp24s0']
+    assert not bad['passed'] and bad['measured'] is None and 'No such file or directory' in bad['message']
