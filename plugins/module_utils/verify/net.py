@@ -175,8 +175,8 @@ def _skipped(check, subject, threshold, reason, unit='bytes'):
 
 def _ping_said(ping):
     exception = ping.get('exception')
-    text = '\n'.join(str(part) for part in (ping.get('stdout'), ping.get('stderr'), ping.get('msg'),
-                                             exception if isinstance(exception, str) else None) if part)
+    parts = (ping.get('stdout'), ping.get('stderr'), ping.get('msg'), exception if isinstance(exception, str) else None)
+    text = '\n'.join(str(part) for part in parts if part)
     found = _PING_MTU_RE.search(text)
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     said = next((line for line in lines if 'too long' in line or 'Frag' in line or 'unknown host' in line.lower()
