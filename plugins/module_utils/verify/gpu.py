@@ -191,12 +191,13 @@ def _ordered_errors(errors):
             for line in errors[check]]
 
 
-def evaluate_gpu_fleet(gpu_infos, expected=None):
-    """gpu.driver_uniform: node -> [results] (against ``expected['driver']`` or the fleet's majority)."""
+def evaluate_gpu_fleet(gpu_infos, expected=None, cluster=None):
+    """gpu.driver_uniform: node -> [results] (against ``expected['driver']`` or the fleet's majority; a split with no
+    majority and no pin goes to ``cluster`` when a list is given)."""
     expected = expected or {}
     values = dict((node, (info or {}).get('driver_version')) for node, info in gpu_infos.items())
     return uniform('gpu.driver_uniform', 'node', values, 'driver', 'install the same driver branch and version everywhere',
-                   expected.get('driver') or None)
+                   expected.get('driver') or None, cluster=cluster)
 
 
 _ANSIBLE_KEYS = ('changed', 'failed', 'invocation', 'warnings')
@@ -236,7 +237,7 @@ def decide_gpu(observations, expected):
         raw[node].update(_field_raw(observed))
         if raw[node]['gpu_info']:
             infos[node] = raw[node]['gpu_info']
-    fleet = {}
+    fleet, cluster = {}, []
     if (expected.get('enabled') or {}).get('inventory', True):
-        fleet = evaluate_gpu_fleet(infos, {'driver': expected.get('driver')})
-    return {'nodes': nodes, 'fleet': fleet, 'raw': raw}
+        fleet = evaluate_gpu_fleet(infos, {'driver': expected.get('driver')}, cluster)
+    return {'nodes': nodes, 'fleet': fleet, 'cluster': cluster, 'raw': raw}
