@@ -99,21 +99,24 @@ def endpoint(ib_info, hcas=None, link_layer=None, address=None, numa=None, numac
     return {'address': address, 'names': names, 'hcas': entries, 'numactl': numactl}
 
 
-def fleet_rate_gbps(endpoints):
-    """The data rate (Gb/s) of the fleet's most common port rate over every tested HCA (ties: the highest); None when no port has one."""
+def fleet_rate_gbps(endpoints, rail=None):
+    """The data rate (Gb/s) of the fleet's most common port rate over every tested HCA, or over the HCAs of one
+    ``rail`` (a storage NIC at 200G and the GPU fabric at 400G are judged each against its own kind); ties: the
+    highest; None when no port has one."""
     counts = {}
     for point in (endpoints or {}).values():
         for hca in (point or {}).get('hcas') or []:
             rate = data_rate_gbps(hca.get('rate_gbps'))
-            if rate is not None:
+            if rate is not None and (rail is None or hca.get('rail') == rail):
                 counts[rate] = counts.get(rate, 0) + 1
     if not counts:
         return None
     return max(counts, key=lambda rate: (counts[rate], rate))
 
 
-def expected_rate(expected, endpoints):
-    """(line rate in Gb/s, its source): the inventory's ``rate_gbps`` when set (> 0), else the fleet's most common rate.
+def expected_rate(expected, endpoints, rail=None):
+    """(line rate in Gb/s, its source): the inventory's ``rate_gbps`` when set (> 0), else the fleet's most common rate
+    (of one ``rail`` when given).
 
     Never a pair's own negotiated rate: a degraded link would lower its own bar.
     """
@@ -125,7 +128,7 @@ def expected_rate(expected, endpoints):
     if wanted > 0:
         rate = data_rate_gbps(wanted)
         return (rate if rate is not None else wanted), 'inventory'
-    rate = fleet_rate_gbps(endpoints)
+    rate = fleet_rate_gbps(endpoints, rail)
     return rate, 'fleet' if rate is not None else None
 
 
@@ -177,9 +180,14 @@ def plan(observations, expected):
             numactl=observed.get('numactl'),
             gpu_info=gpu_info if expected.get('gpudirect_bw_enabled') else None, tclass=expected.get('tclass'))
     rate, source = expected_rate(expected, endpoints)
+    by_rail = {}
     for point in endpoints.values():
         if point:
             point['line_rate_gbps'] = rate
+            for hca in point.get('hcas') or []:
+                if hca['rail'] not in by_rail:
+                    by_rail[hca['rail']] = expected_rate(expected, endpoints, hca['rail'])[0]
+                hca['line_rate_gbps'] = by_rail[hca['rail']]
     order = list(observations)
     nodes = [node for node in order if endpoints[node].get('names')]
     tests = enabled_tests(expected, endpoints)
@@ -268,7 +276,7 @@ def round_tests(pairs, endpoints, base_port, rails=None, test=None, options=None
             rates = [data_rate_gbps(r) for r in (hca.get('rate_gbps'), peer.get('rate_gbps'))]
             rates = [r for r in rates if r is not None]
             negotiated = min(rates) if rates else None
-            expected_line = mine.get('line_rate_gbps')
+            expected_line = hca.get('line_rate_gbps', mine.get('line_rate_gbps'))
             port = ps.server_port(base_port, rail)
             client_prefix, client_pinning = pinning(mine, hca)
             server_prefix, server_pinning = pinning(theirs, peer)

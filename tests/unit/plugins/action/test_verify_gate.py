@@ -75,7 +75,8 @@ def _run(tmp_path, case, check_mode=False, slurm=True, slurm_nodes=(), refuse=()
     path = str(tmp_path / 'run' / 'results.json')
     args = {'nodes': play.hosts_all, 'answered': play.hosts, 'mode': play.v('verify_gate_on_failure'), 'slurm': slurm,
             'facts': dict((host, play.observed(host, 'facts')) for host in play.hosts), 'path': path,
-            'run': dict(case['run'], slurm='ctl01' if slurm else None)}
+            'run': dict(case['run'], slurm='ctl01' if slurm else None),
+            'max_drain_fraction': float(play.v('verify_gate_max_drain_fraction'))}
     fake = FakeAction(args, check_mode, case.get('slurm_nodes') if slurm_nodes == () else slurm_nodes, refuse)
     result = fake.run(task_vars=dict(play.facts(), ansible_play_hosts=play.hosts))
     return fake, result, path

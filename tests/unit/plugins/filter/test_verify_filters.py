@@ -153,7 +153,7 @@ def test_verify_gpu():
                               'nvlink_errors': SKIPPED, 'retired': SKIPPED, 'dcgm_diag': SKIPPED}}
     outcome = vf.verify_gpu(observations, {'count': 8, 'model': 'h100', 'fatal_xids': [79], 'dcgm_level': 1,
                                            'nvlinks_per_gpu': None})
-    assert set(outcome) == {'nodes', 'fleet', 'raw', 'parameters'}
+    assert set(outcome) == {'nodes', 'fleet', 'cluster', 'raw', 'parameters'}
     assert outcome['parameters'] == {'dcgm_diag_level': 1, 'gpu_nvlinks_per_gpu': None}
     assert [r for r in outcome['nodes']['gpu01'] if not r['passed'] and r['check'] == 'gpu.nvlink']
     assert outcome['raw']['gpu01']['gpu_info']['count'] == 8 and 'changed' not in outcome['raw']['gpu01']['gpu_info']
@@ -181,7 +181,9 @@ def test_verify_nccl_multi_node():
     outcome = _nccl_outcome()
     run = {'changed': False, 'rc': 1, 'stdout': '', 'stderr': 'srun: error: Unable to allocate resources\n'}
     after = vf.verify_nccl_multi_node(outcome, run, {'participants': ['gpu01', 'gpu02'], 'busbw_table': {'h100': 300}})
-    assert after['nodes'] == outcome['nodes'] and sorted(after['fleet']) == ['gpu01', 'gpu02']
+    # a failed multi-node run is a cluster-level result: no participant is failed (drained) for it
+    assert after['nodes'] == outcome['nodes'] and after['fleet'] == {}
+    assert [r['check'] for r in after['cluster']] == ['nccl.multi_node_busbw'] and not after['cluster'][0]['passed']
     assert after['multi_node']['passed'] is False and after['multi_node']['threshold'] == 300.0
     with pytest.raises(AnsibleFilterError, match='^verify_nccl_multi_node: '):
         vf.verify_nccl_multi_node(None, run, {})

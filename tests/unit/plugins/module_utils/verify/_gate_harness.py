@@ -45,6 +45,9 @@ class Play(object):
         self.hosts = [host for host in self.hosts_all if host not in unreachable]
         self.slurm_host = case_in.get('slurm_host') or ''
         self.outcomes = {}
+        # roles/verify_gate/tasks/busy.yml: the nodes Slurm shows running jobs when verify starts
+        self.busy = gate.busy(case_in.get('slurm_nodes') or [], self.hosts_all) \
+            if self.slurm_host and case_in['vars'].get('verify_gate_busy', 'skip') == 'skip' else []
 
     def facts(self):
         """The outcome facts each role sets (roles/verify_*: verify_<role>_outcome), as the first host holds them."""
@@ -136,7 +139,8 @@ def perftest_round(play, outcome, test, pairs, round_index):
 
 def role_verify_perftest(play):
     """roles/verify_perftest: plan, the scheduled rounds of every test, then the re-tests each round planned."""
-    observations = dict((host, {'ib_info': play.observed(host, 'ib_info'), 'address': host}) for host in play.hosts)
+    observations = dict((host, {'ib_info': play.observed(host, 'ib_info'), 'address': host, 'busy': host in play.busy})
+                        for host in play.hosts)
     outcome = vf.verify_perftest_plan(observations, perftest_expected(play))
     rounds = outcome['summary']['rounds']
     for test in list(outcome['tests']):
@@ -158,30 +162,40 @@ def role_verify_gpu(play):
         'driver': play.v('verify_gpu_driver'), 'ecc_uncorrected_max': play.v('verify_gpu_ecc_uncorrected_max'),
         'retired_pages_max': play.v('verify_gpu_retired_pages_max'),
         'nvlinks_per_gpu': _int_or_none(play.v('verify_gpu_nvlinks_per_gpu')),
-        'nvlink_error_max': play.v('verify_gpu_nvlink_error_max'), 'fatal_xids': play.v('verify_gpu_fatal_xids'),
+        'nvlink_error_max': play.v('verify_gpu_nvlink_error_max'),
+        'nvlink_error_absolute_max': play.v('verify_gpu_nvlink_error_absolute_max'), 'fatal_xids': play.v('verify_gpu_fatal_xids'),
         'allowed_processes': play.v('verify_gpu_allowed_processes'), 'dcgm_allow_warn': play.v('verify_gpu_dcgm_allow_warn'),
         'dcgm_level': play.v('verify_gpu_dcgm_level'),
+        'power_limit_tolerance_pct': float(play.v('verify_gpu_power_limit_tolerance_pct')),
+        'pcie_gen_strict': _on(play.v('verify_gpu_pcie_gen_strict')),
         'enabled': dict((group, on('verify_gpu_%s_enabled' % group))
-                        for group in ('inventory', 'persistence', 'memory', 'nvlink', 'xid', 'processes', 'dcgm'))}
+                        for group in ('inventory', 'persistence', 'power', 'pcie', 'fabric', 'memory', 'nvlink', 'xid',
+                                      'processes', 'dcgm'))}
     observations = {}
     for host in play.hosts:
         info = play.observed(host, 'gpu_info')
         ok = not info.get('failed')
 
         def tool(name, group):
-            return play.observed(host, name) if ok and expected['enabled'][group] else SKIPPED
+            return (play.observed(host, name) or SKIPPED) if ok and expected['enabled'][group] else SKIPPED
+        # DCGM level 2+ never runs on a node that runs jobs (verify_gate_busy)
+        dcgm = SKIPPED if host in play.busy and int(expected['dcgm_level']) >= 2 else tool('dcgm_diag', 'dcgm')
         observations[host] = {'gpu_info': info, 'nvlink_status': tool('nvlink_status', 'nvlink'),
-                              'nvlink_errors': tool('nvlink_errors', 'nvlink'), 'retired': tool('retired', 'memory'),
-                              'compute_apps': tool('compute_apps', 'processes'), 'dmesg': tool('dmesg', 'xid'),
-                              'dcgm_diag': tool('dcgm_diag', 'dcgm')}
+                              'nvlink_errors_before': tool('nvlink_errors_before', 'nvlink'),
+                              'nvlink_errors': tool('nvlink_errors', 'nvlink'), 'proc_cgroups': tool('proc_cgroups', 'processes'),
+                              'slurm_pids': tool('slurm_pids', 'processes'), 'xid_state': tool('xid_state', 'xid'),
+                              'retired': tool('retired', 'memory'), 'compute_apps': tool('compute_apps', 'processes'),
+                              'dmesg': tool('dmesg', 'xid'), 'dcgm_diag': dcgm}
     play.outcomes['gpu'] = vf.verify_gpu(observations, expected)
 
 
 def nccl_expected(play):
     """roles/verify_nccl/vars/main.yml __verify_nccl_expected."""
+    algorithm = play.v('verify_nccl_algorithm')
     return {'test': play.v('verify_nccl_binary'), 'min_bytes': play.v('verify_nccl_min_bytes'),
             'max_bytes': play.v('verify_nccl_max_bytes'), 'step_factor': play.v('verify_nccl_step_factor'),
-            'large_bytes': int(play.v('verify_nccl_large_bytes')), 'busbw_table': play.v('verify_nccl_busbw_table'),
+            'large_bytes': int(play.v('verify_nccl_large_bytes')), 'algorithm': algorithm,
+            'busbw_table': play.v('verify_nccl_busbw_table_nvls' if algorithm == 'nvls' else 'verify_nccl_busbw_table'),
             'busbw_min_gbs': play.v('verify_nccl_busbw_min_gbs'), 'slow_node': _on(play.v('verify_nccl_slow_node_enabled')),
             'slow_fraction': float(play.v('verify_nccl_slow_fraction')),
             'ranks_per_node': play.v('verify_nccl_multi_node_ranks_per_node')}
@@ -193,7 +207,8 @@ def nccl_single_node(play):
     observations = {}
     for host in play.hosts:
         info = (play.observed(host, 'nccl_gpu_info') or play.observed(host, 'gpu_info')) if single else SKIPPED
-        run = play.observed(host, 'nccl') if single and not info.get('failed') else SKIPPED
+        # never on a node that runs jobs (verify_gate_busy)
+        run = play.observed(host, 'nccl') if single and not info.get('failed') and host not in play.busy else SKIPPED
         observations[host] = {'gpu_info': info, 'run': run}
     play.outcomes['nccl'] = vf.verify_nccl(observations, nccl_expected(play))
 
@@ -233,9 +248,14 @@ def nccl_multi_node(play):
         run = {'rc': multi['rc'], 'stdout': multi.get('stdout', ''), 'stderr': multi.get('stderr', ''), 'changed': False}
     elif multi is not None:
         raise AssertionError('in.json has nccl_multi but only %s pass and are in service' % participants)
+    gpus = int(play.v('verify_nccl_gpus')) or int((play.observed(play.hosts[0], 'gpu_info') or {}).get('count') or 8)
+    ranks = int(play.v('verify_nccl_multi_node_ranks_per_node')) or gpus
     play.outcomes['nccl'] = vf.verify_nccl_multi_node(play.outcomes['nccl'], run, dict(
         nccl_expected(play), participants=participants, busbw_table=play.v('verify_nccl_multi_node_busbw_table'),
-        busbw_min_gbs=play.v('verify_nccl_multi_node_busbw_min_gbs'), slurm_error=None))
+        busbw_min_gbs=play.v('verify_nccl_multi_node_busbw_min_gbs'),
+        network_fraction=play.v('verify_nccl_multi_node_network_fraction'), ib_outcome=play.outcomes.get('ib'),
+        node_ranks=ranks * max(1, gpus // max(1, ranks)), bisect=int(play.v('verify_nccl_bisect_rounds')) > 0,
+        bisect_runs=[], slurm_error=None))
 
 
 def _slurm_node_result(node, action):
@@ -269,7 +289,8 @@ def role_verify_gate(play):
     doc, dummy, dummy = document.run_gate(play.facts(), slurm_nodes, {
         'nodes': play.hosts_all, 'first': play.hosts[0], 'mode': play.v('verify_gate_on_failure'),
         'facts': dict((host, play.observed(host, 'facts')) for host in play.hosts),
-        'slurm_names': dict((host, None) for host in play.hosts_all) if name_var else {}}, run, act)
+        'slurm_names': dict((host, None) for host in play.hosts_all) if name_var else {},
+        'max_drain_fraction': float(play.v('verify_gate_max_drain_fraction')), 'busy': play.busy}, run, act)
     return doc
 
 

@@ -77,7 +77,7 @@ MOLECULE_VARS = {
     'verify_nccl_large_bytes': 16777216,
     'verify_nccl_timeout_s': 300,
     'verify_nccl_multi_node_ranks_per_node': 1,
-    'verify_nccl_srun_args': ['--gpus-per-node=8'],
+    'verify_gate_max_drain_fraction': 1,
 }
 
 
@@ -285,7 +285,8 @@ def observe(name, spec):
             rc, dummy, err = lab.run(host, ['hwsim', 'fault'] + [str(arg) for arg in fault])
             assert rc == 0, (host, fault, err)
         case = {'description': spec['description'], 'run': dict(RUN), 'vars': variables, 'hosts_all': hosts,
-                'unreachable': unreachable, 'slurm_host': spec.get('slurm_host', 'ctl01'), 'hosts': {}}
+                'unreachable': unreachable, 'slurm_host': spec.get('slurm_host', 'ctl01'), 'hosts': {},
+                'pmi': spec.get('pmi', True)}
         ofed = spec.get('ofed') or {}
         endpoints = {}
         for host in reachable:
@@ -297,19 +298,21 @@ def observe(name, spec):
             observed['links'] = ip_links(profile, hosts.index(host) + 1)
             observed['gpu_info'] = run_module(gpu_info, {'topology': False}, gpu_tools)
             observed['nvlink_status'] = command(lab, host, ['nvidia-smi', 'nvlink', '-s'])
+            observed['nvlink_errors_before'] = command(lab, host, ['nvidia-smi', 'nvlink', '-e'])
             observed['nvlink_errors'] = command(lab, host, ['nvidia-smi', 'nvlink', '-e'])
             observed['retired'] = command(lab, host, ['nvidia-smi', '--query-gpu=index,retired_pages.sbe,retired_pages.dbe,'
                                                       'retired_pages.pending', '--format=csv,noheader,nounits'])
             observed['compute_apps'] = command(lab, host, ['nvidia-smi', '--query-compute-apps=gpu_bus_id,pid,process_name,'
                                                            'used_memory', '--format=csv,noheader,nounits'])
-            observed['dmesg'] = command(lab, host, ['dmesg'])
+            observed['dmesg'] = command(lab, host, ['dmesg', '--time-format', 'iso'], {'TZ': 'UTC'})
             observed['dcgm_diag'] = run_module(dcgm_diag, {'level': variables['verify_gpu_dcgm_level']},
                                                {'dcgmi': hwsim_tool(lab, host)})
             count = observed['gpu_info'].get('count') or 8
             gpus = int(variables['verify_nccl_gpus']) if int(variables['verify_nccl_gpus']) > 0 else count
             observed['nccl'] = command(lab, host, [variables['verify_nccl_binary'], '-b', str(variables['verify_nccl_min_bytes']),
                                                    '-e', str(variables['verify_nccl_max_bytes']),
-                                                   '-f', str(variables['verify_nccl_step_factor']), '-g', str(gpus)])
+                                                   '-f', str(variables['verify_nccl_step_factor']), '-g', str(gpus)],
+                                    {'ring': {'NCCL_ALGO': 'Ring'}, 'nvls': {'NCCL_ALGO': 'NVLS'}}.get(variables['verify_nccl_algorithm'], {}))
             if not observed['ib_info'].get('failed'):
                 endpoints[host] = verify_perftest.endpoint(observed['ib_info'], variables['verify_perftest_hcas'],
                                                            variables['verify_perftest_link_layer'], host)
@@ -506,7 +509,8 @@ CASES = {
         'description': 'Four nodes: gpu02 reports 5 wrong nccl-tests results (nccl.wrong fails, rc 1); the three '
                        'others pass every check and run the multi-node test, whose srun cannot allocate (rc 1 and '
                        'its stderr hand-written: hwsim has no srun). Proves nccl.wrong fails, the launch error '
-                       'becomes the nccl.multi_node_busbw message on every participant, and that the participants '
+                       'becomes the message of a cluster-level nccl.multi_node_busbw result (the verdict fails, no '
+                       'participant is drained for it, no bisection of a launch failure), and that the participants '
                        'are the passing, in-service nodes.',
         'nodes': 4,
         'faults': [('gpu02', ['nccl-wrong', '5'])],
@@ -520,14 +524,15 @@ CASES = {
                        'endpoint, ofed unknown to the fleet). gpu02\'s IPoIB rails have a path at 1500 (ping output hand-written; '
                        'the management network is at 1500 and never pinged). Proves the fleet majority checks name each odd one '
                        'out, ib.link_layer, fabric.link_speed and ib.port_rate fail on gpu04, net.mtu fails on gpu02\'s eight rails '
-                       '(and on gpu03 mlx5_9, now an Ethernet port whose interface is at the IPoIB MTU), and mode fail drains nothing.',
+                       '(and on gpu03 mlx5_9, now an Ethernet port whose interface is at the IPoIB MTU), net.rdma_mtu fails on gpu04 mlx5_7 '
+                       '(active_mtu 1024, an edit: hwsim reports 4096), and mode fail drains nothing.',
         'nodes': 5,
         'vars': {'verify_gate_on_failure': 'fail', 'verify_ib_mtu': 9000},
         'faults': [('gpu04', ['link-speed', 'mlx5_6', '53.125'])],
         'ofed': {'gpu02': 'MLNX_OFED_LINUX-23.10-1.1.9.0'},
         'path_mtu': {'gpu02': 1500},
         'edits': [set_firmware('gpu01', 'mlx5_5', '28.40.1000'), set_gpu_info('gpu03', driver_version='550.127.05'),
-                  set_port('gpu03', 'mlx5_9', link_layer='Ethernet'),
+                  set_port('gpu03', 'mlx5_9', link_layer='Ethernet'), set_port('gpu04', 'mlx5_7', active_mtu=1024),
                   fail_module('gpu05', 'ib_info', 'Failed to find required executable "ibstat" in paths: /usr/bin')],
     },
     'unreachable-and-no-slurm': {
@@ -564,6 +569,46 @@ CASES = {
                  'verify_perftest_schedule': 'all_pairs'},
         'faults': [('gpu02', ['hca-bw-low', 'mlx5_3', '0.5'])],
         'edits': [slow_latency('gpu02', 1, 8.0)],
+    },
+    'gpu-conditions': {
+        'description': 'Four nodes with GPU operating conditions (hwsim faults): gpu01 GPU 0 power-capped at 500 W '
+                       '(default 700), gpu02 GPU 3 thermally throttled (HW thermal slowdown active), gpu03 GPU 5 PCIe '
+                       'link trained at x8 of x16, gpu04 the NVSwitch fabric not started. Proves gpu.power_limit, '
+                       'gpu.clock_events, gpu.pcie_link and gpu.fabric_state each fail on its node only.',
+        'nodes': 4,
+        'faults': [('gpu01', ['power-capped', '0', '500']), ('gpu02', ['thermal-throttle', '3']),
+                   ('gpu03', ['pcie-degraded', '5', '8']), ('gpu04', ['fabric-state', 'not-started'])],
+    },
+    'nccl-no-pmi': {
+        'description': 'Three healthy nodes whose multi-node all_reduce_perf is launched by srun without PMI (no '
+                       'PMIX_RANK: each task runs as its own single-node job, as an MPI=1 build does under srun '
+                       'without --mpi=pmix). The three tables read about 440 GB/s and passed as one run on the old '
+                       'code. Proves nccl.multi_node_launch fails (24 rank lines, ranks 0-7 three times) and with it '
+                       'nccl.multi_node_busbw, both cluster-level: the verdict fails and nobody is drained.',
+        'pmi': False,
+    },
+    'busy-node': {
+        'description': 'Three healthy nodes; Slurm shows gpu02 MIXED (a job runs there) when verify starts. '
+                       'Proves gpu02 gets no active test (no perftest pair, no single-node nccl-tests, not in the '
+                       'multi-node run; DCGM level 1 is read-only and still runs), is marked busy, and a failed '
+                       'cluster-level node.tested lists it: the verdict fails, nothing is drained.',
+        'slurm': {'gpu02': ('MIXED', None)},
+    },
+    'breaker': {
+        'description': 'Five nodes; gpu01 and gpu02 fail dcgmi diag (memory), 2 of 5 nodes against '
+                       'verify_gate_max_drain_fraction 0.1. Proves the drain breaker trips: neither node is drained, '
+                       'a failed cluster-level node.drain_breaker names gpu.dcgm_diag on 2 of 5 nodes.',
+        'nodes': 5,
+        'vars': {'verify_gate_max_drain_fraction': 0.1},
+        'faults': [('gpu01', ['dcgm-diag-fail', 'inforom']), ('gpu02', ['dcgm-diag-fail', 'inforom'])],
+    },
+    'driver-tie': {
+        'description': 'Four nodes in the middle of a rolling driver upgrade: gpu01 and gpu02 on 570.124.06 '
+                       '(edits of gpu_info), gpu03 and gpu04 on the profile\'s driver. On the old code all four '
+                       'failed gpu.driver_uniform. Proves a split with no majority and no pin is one cluster-level '
+                       'gpu.driver_uniform result: every node passes, nobody is drained, the verdict fails.',
+        'nodes': 4,
+        'edits': [set_gpu_info('gpu01', driver_version='570.124.06'), set_gpu_info('gpu02', driver_version='570.124.06')],
     },
 }
 

@@ -34,6 +34,12 @@ CASES = sorted(name for name in os.listdir(GATE) if os.path.isfile(os.path.join(
 # Check ids no case shows both passed and failed yet, each with why.
 NOT_PINNED_YET = {
     'node.reachable': 'only ever failed: the gate adds it to a node without any result, never as a pass',
+    'node.drain_breaker': 'only ever failed: the gate adds it when the breaker trips (case breaker), never as a pass',
+    'node.tested': 'only ever failed: the gate adds it when nodes ran jobs (case busy-node), never as a pass',
+    'fabric.rail': 'hwsim wires every rail right and has no miswiring fault yet; test_fabric.py fails it on the stand-in '
+                   'fabric (two scalable units, a rail against its unit)',
+    'perftest.gpudirect_bw': 'the generator records no GPU-to-NIC affinity for the perftest plan; test_perftest.py and '
+                             'test_hwsim_perftest.py (gdr-broken) pass and fail it',
 }
 
 
@@ -75,8 +81,9 @@ def test_case_is_described(case):
 def test_every_check_is_pinned_passed_and_failed():
     seen = {}
     for case in CASES:
-        for node in _load(case, 'out.json')['nodes'].values():
-            for result in node['results']:
+        doc = _load(case, 'out.json')
+        for results in [node['results'] for node in doc['nodes'].values()] + [(doc.get('cluster') or {}).get('results') or []]:
+            for result in results:
                 seen.setdefault(result['check'], set()).add(result['passed'])
     missing = dict((check, sorted(({True, False} - seen.get(check, set())), reverse=True))
                    for check in CHECKS if check not in NOT_PINNED_YET and seen.get(check) != {True, False})

@@ -191,7 +191,7 @@ def test_decide_gpu_keeps_an_unreadable_node_out_of_the_fleet():
     observations = {'a': {'gpu_info': _gpu_info()}, 'b': {'gpu_info': _gpu_info()},
                     'c': {'gpu_info': {'failed': True, 'msg': 'no driver'}}}
     out = gpu.decide_gpu(observations, dict(EXPECTED, driver=None))
-    assert set(out) == {'nodes', 'fleet', 'raw'}
+    assert set(out) == {'nodes', 'fleet', 'cluster', 'raw'}
     assert [r['check'] for r in out['nodes']['c']] == ['gpu.count']
     assert out['raw']['c'] == {'gpu_info': {}, 'dcgm_diag': {}}
     assert 'changed' not in out['raw']['a']['gpu_info'] and out['raw']['a']['gpu_info']['count'] == 8

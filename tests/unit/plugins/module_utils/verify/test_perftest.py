@@ -265,6 +265,20 @@ def test_degraded_pair_fails_against_the_fleet_rate():
     assert perftest.pair_result(_run(_gbits(97.05)), 'write_bw', spec, EXPECTED, 0)['passed'] is False
 
 
+def test_fleet_rate_per_rail_storage_and_gpu_fabric_apart():
+    """Storage NICs at 200G beside GPU-fabric HCAs at 400G: each rail is judged against its own fleet rate (the roce
+    gate fixture drained a node whose 200G storage NICs were judged against 400)."""
+    def info():
+        both = _info(('mlx5_0', 'mlx5_1'), 400)
+        both['hcas'][1]['ports'][0]['rate_gbps'] = 200
+        return both
+    outcome = perftest.plan(dict(('gpu%02d' % n, {'ib_info': info()}) for n in (1, 2, 3)), dict(EXPECTED, rate_gbps=0))
+    specs = perftest.round_tests(outcome['summary']['rounds'][0], outcome['endpoints'], 18515)
+    assert sorted(set((spec['client_hca'], spec['line_rate']) for spec in specs)) == [('mlx5_0', 400.0), ('mlx5_1', 200.0)]
+    spec = [s for s in specs if s['client_hca'] == 'mlx5_1'][0]
+    assert perftest.pair_result(_run(_gbits(190.0)), 'write_bw', spec, EXPECTED, 0)['passed'] is True
+
+
 def test_numa_nodes_from_sysfs_grep():
     text = ('/sys/class/infiniband/mlx5_0/device/numa_node:0\n/sys/class/infiniband/mlx5_3/device/numa_node:1\n'
             '/sys/class/infiniband/mlx5_4/device/numa_node:-1\n')
