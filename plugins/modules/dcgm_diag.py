@@ -24,7 +24,7 @@ description:
     and are B(skipped) (C(skipped=true), no C(overall)).
   - DCGM 4 runs its CUDA tests (memory, diagnostic, targeted stress and power, memory bandwidth, pcie) from a separate
     package (C(datacenter-gpu-manager-4-cuda<major>)); without it they are reported V(skip) and C(overall) can still
-    read V(pass): check C(tests) for skipped tests.
+    read V(pass), so check C(tests) for skipped tests.
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
   - aicluster.infra.attributes

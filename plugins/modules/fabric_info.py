@@ -83,8 +83,8 @@ notes:
   - When C(iblinkinfo) exits non-zero after printing links (for example C(ibwarn) lines about unreachable nodes), the module
     returns what it printed, puts the tool's error lines in RV(errors) and warns. It fails when C(iblinkinfo) is missing,
     fails without printing any link, or prints something that is not C(iblinkinfo) output.
-  - With O(reads), each link carries the read it came from in RV(links[].source) (V(mlx5_3:1)): LIDs are unique
-    within one subnet only.
+  - With O(reads), each link carries the read it came from in RV(links[].source) (V(mlx5_3:1)), because LIDs are
+    unique within one subnet only.
 seealso:
   - module: aicluster.infra.ib_info
 '''
