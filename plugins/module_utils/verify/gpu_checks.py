@@ -504,7 +504,7 @@ def xid_cursor(state):
 def cuda_major(info):
     """The CUDA major version of gpu_info's ``cuda_version`` (``12.8`` -> ``12``), or None."""
     version = str((info or {}).get('cuda_version') or '').strip()
-    major = version.split('.')[0]
+    major = version.split('.', maxsplit=1)[0]
     return major if major.isdigit() else None
 
 

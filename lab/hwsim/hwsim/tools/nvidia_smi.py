@@ -588,7 +588,7 @@ NVLINK5_COUNTERS = ('Tx packets', 'Tx bytes', 'Rx packets', 'Rx bytes', 'Malform
 def nvlink5_counters(view):
     """Whether this GPU's driver prints the R570+ counter names: a 570 or later driver, or gpus.nvlink.counters: nvlink5."""
     try:
-        major = int(str(view.driver_version).split('.')[0])
+        major = int(str(view.driver_version).split('.', maxsplit=1)[0])
     except ValueError:
         major = 0
     return view.nvlink_counters == 'nvlink5' or (view.nvlink_counters is None and major >= 570)

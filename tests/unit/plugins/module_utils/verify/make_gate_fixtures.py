@@ -56,6 +56,8 @@ from hwsim.tools import nccl as hwsim_nccl, perftest as hwsim_perftest  # noqa: 
 import _gate_harness  # noqa: E402
 
 FIXTURES = os.path.join(HERE, 'fixtures', 'gate')
+# roles/verify_nccl/vars/main.yml __verify_nccl_algorithm_env
+ALGORITHM_ENV = {'ring': {'NCCL_ALGO': 'Ring'}, 'nvls': {'NCCL_ALGO': 'NVLS'}}
 ROLES = ('verify_ib', 'verify_perftest', 'verify_gpu', 'verify_nccl', 'verify_gate')
 RUN = {'started': '2026-01-01T00:00:00Z', 'finished': '2026-01-01T00:10:00Z',
        'inventory': 'inventories/fixture/hosts.yml', 'collection_version': '0.1.0'}
@@ -309,10 +311,9 @@ def observe(name, spec):
                                                {'dcgmi': hwsim_tool(lab, host)})
             count = observed['gpu_info'].get('count') or 8
             gpus = int(variables['verify_nccl_gpus']) if int(variables['verify_nccl_gpus']) > 0 else count
-            observed['nccl'] = command(lab, host, [variables['verify_nccl_binary'], '-b', str(variables['verify_nccl_min_bytes']),
-                                                   '-e', str(variables['verify_nccl_max_bytes']),
-                                                   '-f', str(variables['verify_nccl_step_factor']), '-g', str(gpus)],
-                                    {'ring': {'NCCL_ALGO': 'Ring'}, 'nvls': {'NCCL_ALGO': 'NVLS'}}.get(variables['verify_nccl_algorithm'], {}))
+            nccl_argv = [variables['verify_nccl_binary'], '-b', str(variables['verify_nccl_min_bytes']),
+                         '-e', str(variables['verify_nccl_max_bytes']), '-f', str(variables['verify_nccl_step_factor']), '-g', str(gpus)]
+            observed['nccl'] = command(lab, host, nccl_argv, ALGORITHM_ENV.get(variables['verify_nccl_algorithm'], {}))
             if not observed['ib_info'].get('failed'):
                 endpoints[host] = verify_perftest.endpoint(observed['ib_info'], variables['verify_perftest_hcas'],
                                                            variables['verify_perftest_link_layer'], host)
