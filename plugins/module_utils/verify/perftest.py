@@ -29,6 +29,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.perftest import pa
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, parse_once
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.ib import checked_hcas
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.perftest_blame import evaluate_perftest
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 TESTS = ('write_bw', 'read_bw', 'write_lat', 'gpudirect_bw')
 # Tests judged as bandwidth (Gb/s against the line rate); the others are latency.
@@ -394,7 +395,22 @@ def _evaluated(outcome):
             fleet.setdefault(node, []).extend(results)
     outcome['fleet'] = fleet
     outcome['summary']['unattributed'] = dict((test, evaluated[test]['unattributed']) for test in outcome['tests'])
+    outcome['cluster'] = unattributed_results(outcome['summary']['unattributed'])
     return outcome
+
+
+def unattributed_results(unattributed):
+    """Cluster-level results for failed pairs that no re-test could pin on either end (a switch or a cable between
+    them, or no third node to test against): they fail the verdict and drain nobody."""
+    results = []
+    for test, pairs in sorted((unattributed or {}).items()):
+        if pairs:
+            shown = ', '.join('%s -> %s rail %s' % (client, server, rail) for client, server, rail in pairs[:8])
+            results.append(new_result(
+                'perftest.' + test, 'cluster', len(pairs), 0, False,
+                '%d failed %s pair(s) not attributed to either end: %s%s; check the switch ports and cables between them, '
+                'or rerun with more nodes to re-test against' % (len(pairs), test, shown, ', ...' if len(pairs) > 8 else '')))
+    return results
 
 
 def _flatten(items):

@@ -425,3 +425,11 @@ def test_gpudirect_blame_names_the_gpudirect_path():
     out = evaluate_perftest(pairs, dict((n, ['mlx5_0']) for n in ('gpu01', 'gpu02', 'gpu03')), 'gpudirect_bw')
     bad = _failed(out['nodes']['gpu02'])
     assert bad[0]['check'] == 'perftest.gpudirect_bw' and 'nvidia_peermem' in bad[0]['message']
+
+
+def test_unattributed_pairs_fail_the_verdict_at_cluster_level():
+    """Two nodes whose only pair fails: neither end can be blamed (no third node); that used to pass the verdict."""
+    assert perftest.unattributed_results({'write_bw': []}) == []
+    results = perftest.unattributed_results({'write_bw': [['gpu01', 'gpu02', 3]], 'read_bw': []})
+    assert [(r['check'], r['subject'], r['passed']) for r in results] == [('perftest.write_bw', 'cluster', False)]
+    assert 'gpu01 -> gpu02 rail 3' in results[0]['message']
