@@ -108,6 +108,8 @@ class ActionModule(ActionBase):
             slurm_nodes, slurm_error = self._slurm_nodes(task_vars)
         run = dict((key, args['run'][key]) for key in RUN_KEYS)
         run['slurm'] = args['run'].get('slurm')
+        if args['run'].get('reservation'):
+            run['reservation'] = args['run']['reservation']
         try:
             doc, dummy, slurm_results = vd.run_gate(task_vars, slurm_nodes, {
                 'nodes': args['nodes'], 'first': answered[0] if answered else None, 'mode': mode,

@@ -63,7 +63,9 @@ options:
     description: Node -> C(os) and C(kernel) of the nodes that answered, for the version matrix.
     type: dict
   run:
-    description: C(started), C(finished), C(inventory), C(collection_version) and C(slurm) of results.json C(run).
+    description:
+      - C(started), C(finished), C(inventory), C(collection_version) and C(slurm) of results.json C(run).
+      - Optional C(reservation) (C(name), C(nodes)), the maintenance reservation the active tests ran in, copied when set.
     type: dict
     required: true
   path:

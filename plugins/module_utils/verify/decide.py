@@ -89,10 +89,22 @@ def nccl(observations, expected):
     return _recorded('nccl', _nccl.decide_nccl(observations, expected), expected)
 
 
+def _srun_reservation(run):
+    """The reservation the srun command ran in (``--reservation=NAME`` in its registered argv), or None."""
+    for arg in (run or {}).get('cmd') or []:
+        if isinstance(arg, str) and arg.startswith('--reservation='):
+            return arg.split('=', 1)[1]
+    return None
+
+
 def nccl_multi_node(outcome, run, expected):
-    """Area nccl, across nodes: the single-node outcome completed with the multi-node run's result."""
+    """Area nccl, across nodes: the single-node outcome completed with the multi-node run's result (with
+    ``reservation`` when srun ran inside the stage's maintenance reservation)."""
     multi = _nccl.decide_nccl_multi_node(run, dict(expected, model=outcome.get('model')))
-    return dict(outcome, cluster=multi['cluster'], multi_node=multi['summary'], fleet=multi['fleet'])
+    summary = multi['summary']
+    if _srun_reservation(run):
+        summary = dict(summary, reservation=_srun_reservation(run))
+    return dict(outcome, cluster=multi['cluster'], multi_node=summary, fleet=multi['fleet'])
 
 
 def ready_nodes(variables, slurm_nodes, nodes):

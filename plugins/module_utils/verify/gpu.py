@@ -18,12 +18,13 @@ from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import 
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import (
     parse_nvlink_errors, parse_nvlink_status, parse_query_gpu_csv,
 )
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_jobs import parse_proc_cgroups, parse_scontrol_listpids
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import (
     failed, parse_once, ran, uniform,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
-    cuda_major, dcgm_result, per_gpu_results, nvlink_error_results, nvlink_read_summary, nvlink_results, parse_proc_cgroups,
-    parse_scontrol_listpids, process_results, retired_results, xid_cursor, xid_results,
+    cuda_major, dcgm_result, per_gpu_results, nvlink_error_results, nvlink_read_summary, nvlink_results,
+    process_results, retired_results, xid_cursor, xid_results,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 

@@ -9,19 +9,16 @@ __metaclass__ = type
 
 import base64
 import json
-import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import has_nvswitch
 from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import (
     CONTACT_SUPPORT, FAIL_BUCKETS, REBOOT, since, xid_name,
 )
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_jobs import cgroup_job
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import int_or_none
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 NVLINK_COUNTERS = ('replay_errors', 'recovery_errors', 'crc_errors')
-# /proc/<pid>/cgroup of a Slurm job's process: v1 ``.../slurm/uid_1000/job_42/step_0/task_0``,
-# v2 ``0::/system.slice/slurmstepd.scope/job_42/step_0/user/task_0``
-_SLURM_JOB_RE = re.compile(r'(?:/slurm[^/\n]*/uid_\d+|slurmstepd\.scope)/job_(?P<job>\d+)(?:/|$)', re.MULTILINE)
 # dcgmi diag tests that need DCGM's CUDA plugin package (DCGM 4: datacenter-gpu-manager-4-cuda<major>),
 # by normalized name (table, JSON and plugin spellings)
 DCGM_CUDA_TESTS = frozenset((
@@ -387,9 +384,9 @@ def _cgroup_jobs(cgroups):
     """pid (str) -> Slurm job id (str) from ``{pid: /proc/<pid>/cgroup text}``; PIDs outside a job are left out."""
     jobs = {}
     for pid, text in (cgroups or {}).items():
-        match = _SLURM_JOB_RE.search(text or '')
-        if match:
-            jobs[str(pid)] = match.group('job')
+        job = cgroup_job(text)
+        if job:
+            jobs[str(pid)] = job
     return jobs
 
 
@@ -476,19 +473,6 @@ def dcgm_result(dcgm, expected):
                                                        '; '.join(dcgm.get('errors') or []) or 'no report', level)))
 
 
-_PROC_CGROUP_RE = re.compile(r'^/proc/(?P<pid>\d+)/cgroup:(?P<line>.*)$')
-
-
-def parse_proc_cgroups(text):
-    """pid (str) -> cgroup text from ``grep -H . /proc/<pid>/cgroup ...`` output (a PID that ended is absent)."""
-    found = {}
-    for raw in (text or '').splitlines():
-        match = _PROC_CGROUP_RE.match(raw.strip())
-        if match:
-            found.setdefault(match.group('pid'), []).append(match.group('line'))
-    return dict((pid, '\n'.join(lines)) for pid, lines in found.items())
-
-
 def xid_cursor(state):
     """The ``xid_cursor`` kept on the node by the last check (``slurp`` of verify_gpu.state), or None."""
     if not isinstance(state, dict) or state.get('failed') or not state.get('content'):
@@ -519,16 +503,3 @@ def nvlink_read_summary(parsed):
                 nonzero[str(link.get('link'))] = errors
         summary[str(gpu.get('index'))] = {'layout': gpu.get('layout'), 'links': len(gpu.get('links') or []), 'nonzero': nonzero}
     return summary
-
-
-_LISTPIDS_RE = re.compile(r'^(?P<pid>\d+)\s+(?P<job>\d+)(?:\s|$)')
-
-
-def parse_scontrol_listpids(text):
-    """pid (str) -> job id (str) from ``scontrol listpids`` (``PID JOBID STEPID LOCALID GLOBALID`` rows; header skipped)."""
-    found = {}
-    for raw in (text or '').splitlines():
-        match = _LISTPIDS_RE.match(raw.strip())
-        if match:
-            found[match.group('pid')] = match.group('job')
-    return found

@@ -100,6 +100,15 @@ def test_faults_1_drains_each_node_and_writes_the_fixture_document(tmp_path):
     assert not [name for name in os.listdir(os.path.dirname(path)) if name.startswith('.results.')]
 
 
+def test_the_maintenance_reservation_is_recorded_in_run(tmp_path):
+    case, dummy = _case('healthy')
+    reservation = {'name': 'aicluster-verify', 'nodes': ['gpu01', 'gpu02', 'gpu03']}
+    dummy, result, dummy = _run(tmp_path, dict(case, run=dict(case['run'], reservation=reservation)))
+    assert result['document']['run']['reservation'] == reservation
+    dummy, result, dummy = _run(tmp_path, dict(case, run=dict(case['run'], reservation=None)))
+    assert 'reservation' not in result['document']['run']
+
+
 def test_check_mode_writes_nothing_and_still_reports(tmp_path):
     case, dummy = _case('faults-1')
     fake, result, path = _run(tmp_path, case, check_mode=True)

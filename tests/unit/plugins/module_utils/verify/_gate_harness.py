@@ -18,6 +18,7 @@ import copy
 import re
 
 from ansible_collections.aicluster.infra.plugins.filter import verify as vf
+from ansible_collections.aicluster.infra.plugins.filter import verify_gate as vf_gate
 from ansible_collections.aicluster.infra.plugins.modules import slurm_node
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import document, gate
 
@@ -45,9 +46,11 @@ class Play(object):
         self.hosts = [host for host in self.hosts_all if host not in unreachable]
         self.slurm_host = case_in.get('slurm_host') or ''
         self.outcomes = {}
-        # roles/verify_gate/tasks/busy.yml: the nodes Slurm shows running jobs when verify starts
-        self.busy = gate.busy(case_in.get('slurm_nodes') or [], self.hosts_all) \
-            if self.slurm_host and case_in['vars'].get('verify_gate_busy', 'skip') == 'skip' else []
+        # roles/verify_gate/tasks/busy.yml: the nodes Slurm shows running jobs when verify starts (verify_busy_plan;
+        # the maintenance reservation changes no result: its second read finds the same nodes busy)
+        states = {'changed': False, 'nodes': case_in.get('slurm_nodes') or []} if self.slurm_host else SKIPPED
+        self.busy = vf_gate.verify_busy_plan(states, {'nodes': self.hosts_all, 'slurm_names': {}, 'reservation': False,
+                                                      'busy': case_in['vars'].get('verify_gate_busy', 'skip')})['busy']
 
     def facts(self):
         """The outcome facts each role sets (roles/verify_*: verify_<role>_outcome), as the first host holds them."""

@@ -16,9 +16,10 @@ from _paths import own_fixture
 from ansible_collections.aicluster.infra.plugins.module_utils.dcgm import parse_dcgmi_diag
 from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import log_window, parse_xid, xid_bucket
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvlink_errors
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_jobs import parse_proc_cgroups, parse_scontrol_listpids
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import gpu
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
-    dcgm_result, nvlink_error_results, parse_proc_cgroups, parse_scontrol_listpids, process_results, xid_results,
+    dcgm_result, nvlink_error_results, process_results, xid_results,
 )
 
 B200 = 'nvidia-smi/nvidia-smi-570-2xb200-nvlink-e-rx-errors-handmade.txt'
@@ -255,10 +256,6 @@ APPS = [{'gpu_bus_id': '00000000:18:00.0', 'pid': '4242', 'process_name': 'pytho
         {'gpu_bus_id': '00000000:1A:00.0', 'pid': '999', 'process_name': '/usr/bin/python3'}]
 
 
-def test_proc_cgroups_parse():
-    assert sorted(parse_proc_cgroups(CGROUPS)) == ['4242', '777', '999']
-
-
 def test_job_processes_are_busy_and_others_stray():
     results = process_results(GPUS, APPS, {}, cgroups=parse_proc_cgroups(CGROUPS))
     assert [(r['subject'], r['passed'], r.get('busy')) for r in results] == [
@@ -286,7 +283,6 @@ LISTPIDS = ('PID      JOBID    STEPID   LOCALID GLOBALID\n'
 
 def test_listpids_names_a_job_without_cgroups():
     # proctrack/linuxproc: no job cgroup, but the job's slurmstepd knows its processes
-    assert parse_scontrol_listpids(LISTPIDS) == {'999': '121', '1001': '121'}
     results = process_results(GPUS, APPS, {}, cgroups=parse_proc_cgroups(CGROUPS), listpids=parse_scontrol_listpids(LISTPIDS))
     assert [(r['subject'], r['passed']) for r in results] == [('GPU 0', True), ('GPU 1', True), ('GPU 2', True)]
     assert results[2]['message'] == 'busy: job 121 holds GPU 2'
