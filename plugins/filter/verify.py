@@ -41,6 +41,11 @@ def verify_fabric(fabric_info, checked, expected):
     return _call('verify_fabric', decide.fabric, fabric_info, checked, expected)
 
 
+def verify_link(observations, expected):
+    """Area ib, link quality: each node's counter reads before and after the bandwidth tests -> results."""
+    return _call('verify_link', decide.link, observations, expected)
+
+
 def verify_perftest_plan(observations, expected):
     """Area perftest, before the rounds: node -> {ib_info, address} in; endpoints and rounds out."""
     return _call('verify_perftest_plan', decide.perftest_plan, observations, expected)
@@ -89,6 +94,7 @@ class FilterModule(object):
             'verify_ib': verify_ib,
             'verify_mtu_plan': verify_mtu_plan,
             'verify_fabric': verify_fabric,
+            'verify_link': verify_link,
             'verify_perftest_plan': verify_perftest_plan,
             'verify_perftest_tests': verify_perftest_tests,
             'verify_perftest_round': verify_perftest_round,

@@ -88,6 +88,8 @@ KINDS = {
     'link-width': ((('hca', _text), ('width', _width)), 'link trained at a narrower width, e.g. 1X'),
     'link-speed': ((('hca', _text), ('gbps', _speed)), 'link trained at a lower lane speed, e.g. 53.125'),
     'hca-bw-low': ((('hca', _text), ('fraction', _fraction)), 'perftest bandwidth through the HCA at FRACTION of normal'),
+    'link-errors': ((('hca', _text),), 'a marginal optic: full width and speed, but the port counts symbol errors and link '
+                    'recoveries on every read (perfquery, mlxlink -c, ethtool -S, rdma statistic) and its effective BER is 3E-11'),
     'gdr-broken': ((('fraction', _fraction),), 'perftest --use_cuda (GPUDirect RDMA) at FRACTION of normal; 0: GPU memory registration '
                    'fails (no nvidia_peermem); host memory unaffected'),
     'memlock': ((('kib', _non_negative_int),), "locked-memory limit KIB: perftest buffers above it fail with \"Couldn't allocate MR\""),

@@ -49,6 +49,8 @@ def fmt(value, unit=None):
         text = '-'
     elif isinstance(value, bool):
         text = 'yes' if value else 'no'
+    elif isinstance(value, float) and 0 < abs(value) < 1e-6:
+        text = '%.1e' % value   # a bit error ratio (3.0e-11), not 0
     elif isinstance(value, float):
         text = ('%.2f' % value).rstrip('0').rstrip('.') if abs(value) < 1000 else '%.1f' % value
     else:

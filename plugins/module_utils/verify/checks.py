@@ -58,6 +58,34 @@ _RECORDS = (
           measures='same `ofed_info -s` on every node',
           default='the fleet majority (no majority: every node fails) or `verify_ib_ofed`',
           source='batch differences are a classic delivery failure'),
+    Check('ib.link_errors', 'ib', 'no error counter of a GPU-fabric link rose during the bandwidth tests', 'lower', None,
+          'clean or replace the optic/cable between {node} {hca} and {peer} (a marginal link trains at full width and speed '
+          'and passes short tests thanks to FEC); reseat both ends, then rerun verify',
+          measures=('error counters of each checked port, read before the bandwidth tests (verify_ib) and after them (after '
+                    'verify_nccl): InfiniBand `perfquery -x -C HCA -P PORT` (SymbolErrorCounter, LinkErrorRecoveryCounter, '
+                    'LinkDownedCounter, PortRcvErrors, PortRcvRemotePhysicalErrors, PortXmitDiscards, LocalLinkIntegrityErrors, '
+                    'ExcessiveBufferOverrunErrors...); RoCE `ethtool -S` rx_symbol_err_phy, rx_crc_errors_phy, '
+                    'link_down_events_phy; the subject names both ends (HCA port and the switch port from the fabric read)'),
+          default='no rise (`verify_ib_link_error_max`: counter -> allowed rise, default 0 for each)',
+          source=('a healthy link counts no symbol error, recovery or link-down while traffic runs; counts since the driver '
+                  'loaded grow with uptime, so only the rise during the tests is judged (issue 11; IBA PortCounters)')),
+    Check('ib.ber', 'ib', 'effective (post-FEC) physical bit error ratio of each GPU-fabric port below the threshold', 'lower', None,
+          'clean or replace the optic/cable between {node} {hca} and {peer}; check the module temperature and power (mlxlink -m)',
+          measures=('`mlxlink -d HCA -p PORT -c` Effective Physical BER, read after the bandwidth tests (raw and symbol BER '
+                    'kept as evidence); mlxlink not installed (MFT): not checked, said in the result'),
+          default='1e-12 (`verify_ib_ber_max`)',
+          source=('the BER threshold of NVIDIA ibdiagnet\'s BER test, 10^-12 (ibdiagnet user manual, "Bit Error Rate '
+                  '(BER)"); the raw pre-FEC BER of a healthy PAM4 link (HDR/NDR) is far higher and is not judged')),
+    Check('ib.roce_drops', 'ib', 'no RoCE drop counter of a GPU-fabric port rose during the bandwidth tests', 'lower', None,
+          'check PFC and ECN on {node} {hca} and on its switch port {peer} (mlnx_qos, the switch QoS profile); a lossless '
+          'class must not drop',
+          measures=('RoCE ports, read before and after the tests: `ethtool -S` rx_prio<P>_discards (P = '
+                    '`verify_ib_roce_priority`) and rx_discards_phy, RDMA hw_counters out_of_sequence and packet_seq_err '
+                    '(`rdma statistic show link`, else sysfs); pause and CNP counters are kept as evidence, not judged'),
+          default='no rise (`verify_ib_link_error_max`)',
+          source=('a lossless RoCE class drops nothing when PFC works end to end; out_of_sequence counts packets lost on '
+                  'the wire (mlx5 hw_counters, NVIDIA "Understanding mlx5 Linux Counters"); pause and CNPs are normal '
+                  'under load (issue 11)')),
     Check('fabric.link_width', 'fabric', 'every link at 4X', 'equal', None,
           'reseat or replace the cable on {peer} / {node} {hca}',
           measures=('every link: iblinkinfo `-C CA -P PORT` once per subnet, CAs found by port GUID, switches by GUID; a checked '

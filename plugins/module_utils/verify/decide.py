@@ -14,7 +14,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import (
-    fabric as _fabric, gate as _gate, gpu as _gpu, ib as _ib, nccl as _nccl, net as _net, perftest as _perftest,
+    fabric as _fabric, gate as _gate, gpu as _gpu, ib as _ib, link as _link, nccl as _nccl, net as _net, perftest as _perftest,
 )
 
 # results.json run.parameters, by area: expected key -> parameter name
@@ -22,6 +22,7 @@ PARAMETERS = {
     'ib': (('rate_gbps', 'ib_rate_gbps'), ('port', 'ib_port'), ('link_layer', 'ib_link_layer'), ('mtu', 'mtu'),
            ('ipoib_mtu', 'ipoib_mtu'), ('rdma_mtu', 'rdma_mtu')),
     'fabric': (('width', 'fabric_width'), ('lane_speed_gbps', 'fabric_lane_speed_gbps')),
+    'link': (('ber_max', 'ib_ber_max'), ('error_max', 'ib_link_error_max'), ('roce_priority', 'ib_roce_priority')),
     'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
                  ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
                  ('max_latency_us', 'perftest_max_latency_us'), ('rate_gbps', 'perftest_rate_gbps'),
@@ -62,6 +63,11 @@ def mtu_plan(observations, expected):
 def fabric(fabric_info, checked, expected):
     """Area fabric: the fabric_info result and each node's HCAs in rail order; None when the fabric was not read."""
     return _recorded('fabric', _fabric.decide_fabric(fabric_info, checked, expected), expected)
+
+
+def link(observations, expected):
+    """Area ib, link quality: node -> {before, after} (ib_counters_info results); error counter rises, BER, RoCE drops."""
+    return _recorded('link', _link.decide_link(observations, expected), expected)
 
 
 def perftest_plan(observations, expected):

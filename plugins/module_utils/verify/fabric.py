@@ -200,7 +200,7 @@ def _scan(links, ids, width_wanted, speed_wanted, checks):
     each (node, hca)'s switch: ``{(node, hca): (switch key, switch text)}``."""
     lanes_wanted = _lanes(width_wanted)
     lids = _node_index(links)
-    problems, cluster, degraded, unmapped, seen, ca_switch = {}, [], [], [], set(), {}
+    problems, cluster, degraded, unmapped, seen, ca_switch, peers = {}, [], [], [], set(), {}, {}
     for link in links:
         if link.get('state') in (None, 'Down') or not link.get('width'):
             continue
@@ -209,6 +209,9 @@ def _scan(links, ids, width_wanted, speed_wanted, checks):
             (peer, this, None) if peer['kind'] == 'ca' else (None, this, peer))
         if ca is not None and ca['node'] is not None and ca['hca']:
             ca_switch[(ca['node'], ca['hca'])] = (_switch_key(switch), _switch_text(switch))
+            peers.setdefault(ca['node'], {})[ca['hca']] = {
+                'switch': switch_label(switch['name']) or _switch_key(switch), 'switch_guid': switch['guid'],
+                'switch_port': switch['port'], 'text': '%s port %s' % (_switch_text(switch), switch['port'])}
         width_bad, speed_bad = _degradation(link, lanes_wanted, speed_wanted)
         if not (width_bad or speed_bad):
             continue
@@ -234,7 +237,7 @@ def _scan(links, ids, width_wanted, speed_wanted, checks):
             _switch_text(switch), switch['port'],
             'a link between switches' if ca is None else 'the link of a CA that belongs to no checked node')
         cluster.extend(_link_results(entry, width_bad, speed_bad, width_wanted, speed_wanted, checks, subject, what))
-    return problems, cluster, degraded, unmapped, ca_switch
+    return problems, cluster, degraded, unmapped, ca_switch, peers
 
 
 def _reads_text(fabric):
@@ -259,7 +262,8 @@ def evaluate_fabric(fabric, nodes, expected):
     and ``checks``.
 
     Returns ``{'nodes': node -> [results], 'cluster': [results], 'degraded': [...],
-    'unmapped': [...]}``: each degraded link once, with both ends. A degraded link
+    'unmapped': [...], 'peers': node -> hca -> {switch, switch_guid, switch_port, text}}``: each degraded link once,
+    with both ends, and the switch port each seen HCA is cabled to (the link-quality checks name both ends with it). A degraded link
     between switches, or to a CA of no known node, is a cluster result (it fails
     the verdict, drains nobody), as is a rail tie inside a scalable unit.
     """
@@ -267,7 +271,7 @@ def evaluate_fabric(fabric, nodes, expected):
     width_wanted = expected.get('width') or '4X'
     port = expected.get('port') or 1
     ids = _Ids(nodes, expected.get('identity'))
-    problems, cluster, degraded, unmapped, ca_switch = _scan(
+    problems, cluster, degraded, unmapped, ca_switch, peers = _scan(
         (fabric or {}).get('links') or [], ids, width_wanted, expected.get('lane_speed_gbps'), checks)
     link_checks = [check for check in ('fabric.link_width', 'fabric.link_speed') if check in checks]
     out = {}
@@ -289,7 +293,7 @@ def evaluate_fabric(fabric, nodes, expected):
         for node, results in rail_nodes.items():
             out.setdefault(node, []).extend(results)
         cluster.extend(rail_cluster)
-    return {'nodes': out, 'cluster': cluster, 'degraded': degraded, 'unmapped': unmapped}
+    return {'nodes': out, 'cluster': cluster, 'degraded': degraded, 'unmapped': unmapped, 'peers': peers}
 
 
 def _grouper(group_regex):
@@ -438,11 +442,12 @@ def plan_reads(ib_infos, checked, port=1, host=None):
 
 def decide_fabric(fabric_info, checked, expected):
     """The verify_ib role's fabric decision: ``fabric_info`` (the module result; failed or absent: no fabric results),
-    ``checked`` (node -> HCAs in rail order, from ``decide_ib``). Returns ``{'fleet', 'cluster', 'summary'}`` or None."""
+    ``checked`` (node -> HCAs in rail order, from ``decide_ib``). Returns ``{'fleet', 'cluster', 'summary', 'peers'}``
+    or None; ``peers`` (node -> HCA -> its switch port) is for the link-quality checks, not results.json."""
     if not fabric_info or fabric_info.get('failed') or fabric_info.get('skipped'):
         return None
     evaluated = evaluate_fabric(fabric_info, checked, expected)
-    return {'fleet': evaluated['nodes'], 'cluster': evaluated['cluster'],
+    return {'fleet': evaluated['nodes'], 'cluster': evaluated['cluster'], 'peers': evaluated['peers'],
             'summary': {'links': fabric_info.get('links') or [], 'degraded': evaluated['degraded'],
                         'unmapped': evaluated['unmapped'], 'errors': fabric_info.get('errors') or [],
                         'reads': fabric_info.get('reads') or []}}

@@ -25,8 +25,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify import docu
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 # The gate itself (plan, Slurm, results.json) is the verify_gate action (plugins/action/verify_gate.py), not a filter.
-FILTERS = ['verify_ib', 'verify_mtu_plan', 'verify_fabric', 'verify_perftest_plan', 'verify_perftest_tests', 'verify_perftest_round',
-           'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes', 'verify_table']
+FILTERS = ['verify_ib', 'verify_mtu_plan', 'verify_fabric', 'verify_link', 'verify_perftest_plan', 'verify_perftest_tests',
+           'verify_perftest_round', 'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes', 'verify_table']
 SKIPPED = {'changed': False, 'skipped': True}
 RUN = {'started': 's', 'finished': 'f', 'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain',
        'slurm': 'ctl01'}
@@ -100,12 +100,25 @@ def test_verify_fabric():
             'state': 'Active', 'peer_name': 'MF0;leaf-rail0:MQM9790/U1', 'peer_port': 1, 'could_be': None}
     outcome = vf.verify_fabric({'changed': False, 'links': [link]}, {'gpu01': ['mlx5_0']},
                                {'width': '4X', 'lane_speed_gbps': 0.0, 'rail_check': True})
-    assert set(outcome) == {'fleet', 'cluster', 'summary', 'parameters'}
+    assert set(outcome) == {'fleet', 'cluster', 'summary', 'peers', 'parameters'}
     assert outcome['parameters'] == {'fabric_width': '4X', 'fabric_lane_speed_gbps': 0.0}
+    assert outcome['peers']['gpu01']['mlx5_0']['switch'] == 'leaf-rail0'
     assert all(r['passed'] for r in outcome['fleet']['gpu01'])
     assert vf.verify_fabric({'failed': True, 'msg': 'iblinkinfo: not found'}, {'gpu01': ['mlx5_0']}, {}) is None
     with pytest.raises(AnsibleFilterError, match='^verify_fabric: '):
         vf.verify_fabric('not a result', {}, {})
+
+
+def test_verify_link():
+    def read(counters):
+        return {'changed': False, 'ports': [{'hca': 'mlx5_0', 'port': 1, 'link_layer': 'InfiniBand', 'counters': counters,
+                                             'ber': {'effective_ber': 1.5e-254}, 'missing': [], 'errors': []}]}
+    outcome = vf.verify_link({'gpu01': {'before': read({'SymbolErrorCounter': 3}), 'after': read({'SymbolErrorCounter': 90})}},
+                             {'checked': {'gpu01': ['mlx5_0']}, 'port': 1, 'ber_max': 1e-12})
+    assert set(outcome) == {'nodes', 'raw', 'parameters'} and outcome['parameters'] == {'ib_ber_max': 1e-12}
+    assert [(r['check'], r['passed']) for r in outcome['nodes']['gpu01']] == [('ib.link_errors', False), ('ib.ber', True)]
+    with pytest.raises(AnsibleFilterError, match='^verify_link: '):
+        vf.verify_link('not a dict', {})
 
 
 def test_verify_perftest_plan():

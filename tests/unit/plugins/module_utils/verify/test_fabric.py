@@ -103,7 +103,8 @@ def test_decide_fabric_reads_the_module_result_once():
     links = [_ca('a', 'mlx5_0', 'leaf0'), dict(_ca('b', 'mlx5_0', 'leaf0'), width='1X')]
     info = {'changed': False, 'links': links, 'errors': ['ibwarn: something']}
     out = fabric.decide_fabric(info, {'a': ['mlx5_0'], 'b': ['mlx5_0']}, {'width': '4X'})
-    assert set(out) == {'fleet', 'cluster', 'summary'}
+    assert set(out) == {'fleet', 'cluster', 'summary', 'peers'}
+    assert out['peers']['a']['mlx5_0']['switch_port'] is not None and out['peers']['a']['mlx5_0']['text'].startswith('leaf0')
     assert not _failed(out['fleet']['a'])
     assert [r['check'] for r in _failed(out['fleet']['b'])] == ['fabric.link_width']
     assert out['summary']['links'] == links and len(out['summary']['degraded']) == 1
