@@ -30,6 +30,13 @@ from ansible_collections.aicluster.infra.plugins.module_utils.errors import Pars
 # ``NCCL failure``, ``# error: ...``, ``Invalid number of GPUs``.  NCCL's own
 # ``NCCL WARN`` lines are not failures by themselves (NCCL warns about many
 # benign things): they go to ``warnings``.
+#
+# ``failures`` are the failure lines that name their process's host (common.h
+# CUDACHECK/NCCLCHECK print in every process, not only rank 0):
+# ``HOST: Test NCCL failure common.cu:1005 '<error> / <last NCCL error>'`` and
+# ``HOST: Test CUDA failure common.cu:892 '<error>'``; ``remote`` marks NCCL's
+# ncclRemoteError ("remote process exited or there was a network error"), the
+# echo a process sees when another one failed.
 
 _VERSION_RE = re.compile(
     r'^#\s*nccl-tests version\s+(?P<version>\S+)'
@@ -46,6 +53,9 @@ _ERROR_RE = re.compile(
     r'(?:\bTest (?:NCCL |CUDA )?failure\b|\bCuda failure\b|\bNCCL failure\b|^#\s*error:|'
     r'\bInvalid number of GPUs\b)')
 _WARN_RE = re.compile(r'\bNCCL WARN\b')
+_FAILURE_RE = re.compile(
+    r'^(?P<host>[^\s:]+): Test (?P<kind>NCCL|CUDA) failure (?P<where>\S+)(?:\s+\'(?P<reason>.*)\')?\s*$')
+_REMOTE_ERROR = 'remote process exited or there was a network error'
 _INT_RE = re.compile(r'^-?\d+$')
 
 _TIME_NAMES = ('time', 'cputime')
@@ -218,7 +228,8 @@ def parse_nccl_tests(text):
 
     Returns a dict with ``collective``, ``nccl_tests_version``, ``nccl_version``,
     ``nthreads``, ``ngpus``, ``ranks``, ``rows``, ``avg_busbw``, ``out_of_bounds``,
-    ``max_busbw``, ``errors`` and ``warnings``.  Raises ParseError when the text
+    ``max_busbw``, ``errors``, ``warnings`` and, when a failure line names its host, ``failures`` (``host``,
+    ``kind`` NCCL or CUDA, ``where``, ``reason``, ``remote``).  Raises ParseError when the text
     has none of the nccl-tests structure (no header, rank, row or summary line).
     """
     if not isinstance(text, str) or not text.strip():
@@ -232,6 +243,12 @@ def parse_nccl_tests(text):
             continue
         if _ERROR_RE.search(line):
             result['errors'].append(line)
+            failure = _FAILURE_RE.match(line)
+            if failure:
+                reason = failure.group('reason') or ''
+                result.setdefault('failures', []).append({
+                    'host': failure.group('host'), 'kind': failure.group('kind'), 'where': failure.group('where'),
+                    'reason': reason, 'remote': reason.startswith(_REMOTE_ERROR)})
             recognised = True
             continue
         if _WARN_RE.search(line):

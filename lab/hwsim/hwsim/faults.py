@@ -4,6 +4,7 @@ Every kind any stand-in understands is registered in KINDS so that
 ``hwsim fault`` can validate it, even before the stand-in that acts on it
 exists.  A fault is stored as ``{"kind": ..., "args": {name: value}}``.
 """
+import re
 import time
 
 from hwsim import links
@@ -62,6 +63,13 @@ def _pcie_width(text):
     return value
 
 
+def _firmware(text):
+    """An HCA firmware version as ibstat prints it: ``28.39.1002`` (numbers and dots)."""
+    if not re.match(r'^[0-9]+(?:\.[0-9]+){1,3}$', text.strip()):
+        raise ValueError('expected a version such as 28.40.1000')
+    return text.strip()
+
+
 def _fabric_state(text):
     if text.lower() not in FABRIC_STATES:
         raise ValueError('allowed states: %s' % ', '.join(FABRIC_STATES))
@@ -110,6 +118,9 @@ KINDS = {
     'gpu-process': ((('gpu', _non_negative_int), ('pid', _non_negative_int), ('name', _text)), 'a leftover process holds GPU'),
     'nccl-wrong': ((('count', _non_negative_int),), 'nccl-tests report COUNT wrong results'),
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
+    'nccl-rank-error': ((('gpu', _non_negative_int),), 'multi-node nccl-tests: the rank on GPU fails (its GPU memory cannot be '
+                        'registered with the HCA: "unhandled system error"), naming this host; single-node runs unaffected'),
+    'firmware': ((('version', _firmware),), 'every HCA of the host reports firmware VERSION (a rolling upgrade half done)'),
 }
 # Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
 TIMED_KINDS = ('xid',)

@@ -127,8 +127,14 @@ class HostModel(object):
 
     @property
     def hcas(self):
-        """HCAs in sysfs order (lexical by name); empty without a profile."""
-        return profiles.sorted_hcas(self.profile) if self.profile else []
+        """HCAs in sysfs order (lexical by name); empty without a profile. A ``firmware`` fault replaces every HCA's
+        firmware version (ibstat, ibv_devinfo, ibdev2netdev -v all print it from here)."""
+        if not self.profile:
+            return []
+        flashed = fault_kinds.of_kind(self.state['faults'], 'firmware')
+        if not flashed:
+            return profiles.sorted_hcas(self.profile)
+        return [dict(hca, firmware=flashed[-1]['args']['version']) for hca in profiles.sorted_hcas(self.profile)]
 
     def hca_names(self):
         return [hca['name'] for hca in self.hcas]

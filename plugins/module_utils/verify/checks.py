@@ -51,12 +51,14 @@ _RECORDS = (
     Check('ib.firmware_uniform', 'ib', 'HCA firmware identical across the fleet', 'equal', None,
           'flash the fleet HCA firmware {threshold} on {node} (mlxfwmanager -u) and reboot the node',
           measures='same firmware per HCA on every node',
-          default='the fleet majority (no majority: every node fails) or `verify_ib_firmware`',
+          default=('the fleet majority or `verify_ib_firmware`; no majority and no pin (a rolling upgrade): one failed cluster-level '
+                   'result per HCA, nobody drained'),
           source='batch differences are a classic delivery failure'),
     Check('ib.ofed_uniform', 'ib', 'OFED/rdma-core version identical across the fleet', 'equal', None,
           'install the fleet OFED {threshold} on {node} (rerun the rdma stage with --limit {node})',
           measures='same `ofed_info -s` on every node',
-          default='the fleet majority (no majority: every node fails) or `verify_ib_ofed`',
+          default=('the fleet majority or `verify_ib_ofed`; no majority and no pin: one failed cluster-level result, nobody '
+                   'drained'),
           source='batch differences are a classic delivery failure'),
     Check('ib.link_errors', 'ib', 'no error counter of a GPU-fabric link rose during the bandwidth tests', 'lower', None,
           'clean or replace the optic/cable between {node} {hca} and {peer} (a marginal link trains at full width and speed '
@@ -292,7 +294,9 @@ _RECORDS = (
                   '(Slurm mpi_guide: --mpi=pmix; nccl-tests README: MPI=1)')),
     Check('nccl.multi_node_busbw', 'nccl', 'multi-node all_reduce bus bandwidth over the threshold', 'higher', 'GB/s',
           'check the NCCL environment (NCCL_IB_HCA, GID index), rail cabling, and perftest between the nodes of the run',
-          measures='srun over every node that passed so far and is in service; a cluster-level result (drains nobody)',
+          measures=('srun over every node that passed so far and is in service; a cluster-level result (drains nobody), '
+                    'except on the nodes bisection localises it on (subject `bisection`) or whose own rank failed '
+                    '(subject `rank`: a `HOST: Test NCCL|CUDA failure` other than the remote error the others echo)'),
           default=("0.75 x a node's GPU-fabric bandwidth (the checked HCAs' rates / 8: 8 x 400 Gb/s gives 300 GB/s); "
                    'the model table (H100/H200 300, A100 150) when verify_ib did not run'),
           source=('runs over more than 2 nodes on 8 x NDR read about 320-390 GB/s (ring); 2-node runs use NVLSTree and read '

@@ -202,12 +202,34 @@ def _span(numbers):
         '%s, repeated' % ','.join(str(n) for n in sorted(set(numbers)))
 
 
+def failed_ranks(parsed, nodes):
+    """node -> [failure] of the run's nodes whose own process failed: a ``HOST: Test NCCL|CUDA failure`` line other
+    than NCCL's remote error ("remote process exited or there was a network error"), which every other process
+    prints once one has failed. Hosts are matched by short name (nccl-tests prints the short host name)."""
+    short = dict((str(node).partition('.')[0], node) for node in nodes)
+    out = {}
+    for failure in (parsed or {}).get('failures') or []:
+        node = short.get(str(failure.get('host') or '').partition('.')[0])
+        if node is not None and not failure.get('remote'):
+            out.setdefault(node, []).append(failure)
+    return out
+
+
+def attributed(failed, nodes):
+    """The nodes a failed run is pinned on: those whose own rank failed, when they are at most half of the run's
+    nodes (one of two). A failure on most nodes (or unattributed) stays a cluster-level result."""
+    if failed and len(failed) < len(nodes) and len(failed) <= max(1, len(nodes) // 2):
+        return sorted(failed)
+    return []
+
+
 def evaluate_multi_node(parsed, limit, nodes, large_bytes=1 << 30, launch_error=None, launched=None, stdout=''):
     """The multi-node run's cluster-level results (``nccl.multi_node_launch`` when ``launched`` is given, and
     ``nccl.multi_node_busbw``) and its figures.
 
     A multi-node run is a property of the set of nodes, not of one node: its failure fails the acceptance
-    verdict and drains nobody (the per-node checks and perftest pairs localise a culprit).
+    verdict and drains nobody (the per-node checks and perftest pairs localise a culprit). ``summary.rank_failed``:
+    the nodes whose own rank failed (``attributed``), which ``decide_nccl_multi_node`` fails by name.
     ``launch_error``: why the launcher (srun, mpirun) gave no result, e.g. its
     last stderr line; it comes first among the errors, so the message says why.
     """
@@ -227,8 +249,14 @@ def evaluate_multi_node(parsed, limit, nodes, large_bytes=1 << 30, launch_error=
                                 'check the per-node perftest results and NCCL_IB_HCA'))
     cluster.append(new_result('nccl.multi_node_busbw', 'cluster', busbw, limit, ok, message, unit='GB/s',
                               nodes=list(nodes)))
-    return {'cluster': cluster, 'summary': {'nodes': list(nodes), 'busbw': busbw, 'wrong': wrong, 'threshold': limit,
-                                            'passed': ok, 'errors': errors}}
+    failed = failed_ranks(parsed, nodes)
+    culprits = attributed(failed, nodes) if not ok else []
+    summary = {'nodes': list(nodes), 'busbw': busbw, 'wrong': wrong, 'threshold': limit, 'passed': ok, 'errors': errors}
+    if culprits:
+        summary['rank_failed'] = dict((node, ["%s: Test %s failure %s '%s'" % (
+            failure['host'], failure['kind'], failure['where'], failure['reason']) for failure in failed[node]])
+            for node in culprits)
+    return {'cluster': cluster, 'summary': summary}
 
 
 def network_limit(ib_outcome, participants, fraction):
@@ -307,6 +335,15 @@ def decide_nccl_multi_node(run, expected):
     evaluated = _judge(run, participants, limit, expected)
     evaluated['fleet'] = {}
     summary = evaluated['summary']
+    if summary.get('rank_failed'):
+        # the run failed on these nodes' own ranks (the others only saw them go): those nodes fail by name
+        for node, lines in sorted(summary['rank_failed'].items()):
+            evaluated['fleet'][node] = [new_result(
+                'nccl.multi_node_busbw', 'rank', None, limit, False,
+                "the %d-node run failed on this node's rank (%s); the other nodes reported only the remote error; "
+                'check its GPUs and HCAs (perftest --use_cuda, nvidia_peermem) and run all_reduce_perf with it and a '
+                'node known good' % (len(participants), lines[0]), unit='GB/s')]
+        evaluated['cluster'][-1]['message'] += '; failed on the rank of %s' % ', '.join(sorted(summary['rank_failed']))
     launch_ok = all(result['passed'] for result in evaluated['cluster'] if result['check'] == 'nccl.multi_node_launch')
     if expected.get('bisect') and not summary['passed'] and launch_ok and not summary['errors'] and limit is not None \
             and len(participants) >= 2:

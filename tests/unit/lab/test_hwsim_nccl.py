@@ -12,6 +12,7 @@ sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl as verify_nccl  # noqa: E402
 from hwsim import cli, profile as profiles  # noqa: E402
 from hwsim.testing import PROFILES, make_lab  # noqa: E402
 
@@ -184,3 +185,105 @@ def test_ring_reads_below_nvls(tmp_path):
     nvls = parse_nccl_tests(run(lab, 'gpu01', ['all_reduce_perf'] + ARGS, NCCL_ALGO='NVLS')[1])
     assert close(row_at(auto, EIGHT_GB)['oop_busbw'], 460) and close(row_at(nvls, EIGHT_GB)['oop_busbw'], 460)
     assert close(row_at(ring, EIGHT_GB)['oop_busbw'], 370) and close(row_at(off, EIGHT_GB)['oop_busbw'], 370)
+
+
+def _wired(lab, hosts, argv, **extra):
+    """(status, stdout) of each process of one PMI-wired srun over ``hosts`` (one process per host)."""
+    slurm = {'SLURM_NTASKS': str(len(hosts)), 'SLURM_JOB_NODELIST': ','.join(hosts)}
+    return [run(lab, host, argv, SLURM_PROCID=str(number), PMIX_RANK=str(number), SLURM_LOCALID='0', **dict(slurm, **extra))[:2]
+            for number, host in enumerate(hosts)]
+
+
+# hgx-h100-ib-12dev: GPU fabric mlx5_0, 3, 4, 5, 6, 9, 10, 11; storage mlx5_1, 2, 7, 8 (Ethernet)
+@pytest.mark.parametrize('value,devices', [
+    ('', ['mlx5_0', 'mlx5_10', 'mlx5_11', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9']),
+    ('mlx5_1', ['mlx5_10', 'mlx5_11']),                # a prefix: mlx5_1 (storage) adds nothing, mlx5_10/11 come along
+    ('=mlx5_1', []),                                  # exact: the storage port only, mlx5_10/11 not matched: sockets
+    ('=mlx5_1,mlx5_0', ['mlx5_0']),                   # '=' applies to the whole list
+    ('=mlx5_0:1,mlx5_10:1', ['mlx5_0', 'mlx5_10']),
+    ('=mlx5_0:2', []),                                # no port 2
+    ('^mlx5_1', ['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9']),
+    ('^=mlx5_1', ['mlx5_0', 'mlx5_10', 'mlx5_11', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_9']),
+    ('mlx5_2,mlx5_7', []),                            # storage/management HCAs only: sockets
+], ids=['unset', 'prefix', 'exact-storage', 'exact-list', 'exact-ports', 'wrong-port', 'exclude-prefix', 'exclude-exact', 'storage-only'])
+def test_nccl_ib_hca_selects_devices_as_nccl_does(tmp_path, value, devices):
+    lab = make_lab(tmp_path, 'hgx-h100-ib-12dev')
+    (status, out), (other, rest) = _wired(lab, ['gpu01', 'gpu02'], ['all_reduce_perf'] + ARGS, NCCL_IB_HCA=value, NCCL_DEBUG='INFO')
+    assert status == other == 0 and rest.startswith('gpu02:') and 'NCCL INFO' in rest and '#' not in rest
+    busbw = row_at(parse_nccl_tests(out), EIGHT_GB)['oop_busbw']
+    if devices:
+        listed = re.search(r'^gpu01:\d+:\d+ \[0\] NCCL INFO NET/IB : Using (.*) \[RO\]; OOB eth0:192\.0\.2\.\d+<0>$', out, re.M).group(1)
+        assert re.findall(r'\[\d+\](mlx5_\d+):1/IB', listed) == devices
+        assert verify_nccl.networks(out) == ['IB'] and 'Using network Socket' not in out
+        assert close(busbw, min(460.0, len(devices) * 400 * 0.97 / 8))
+    else:
+        assert re.search(r'^gpu01:\d+:\d+ \[0\] NCCL INFO NET/IB : No device found\.$', out, re.M)
+        assert re.search(r'^gpu01:\d+:\d+ \[0\] NCCL INFO NET/Socket : Using \[0\]eth0:192\.0\.2\.\d+<0>$', out, re.M)
+        assert 'NCCL INFO Using network Socket' in out and 'NCCL INFO Using network Socket' in rest
+        assert close(busbw, 1.25)
+
+
+def test_socket_fall_back_fails_the_launch_check(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=3)
+    hosts = ['gpu01', 'gpu02', 'gpu03']
+    outs = _wired(lab, hosts, ['all_reduce_perf', '-b', '1G', '-e', '8G', '-f', '2', '-g', '8'], NCCL_IB_HCA='=mlx5_1:1',
+                  NCCL_DEBUG='INFO', NCCL_DEBUG_SUBSYS='INIT,NET')
+    stdout = ''.join(out for _status, out in outs)
+    result = verify_nccl.launch_result(parse_nccl_tests(stdout), {'nodes': hosts, 'ranks': 24}, stdout)
+    assert not result['passed'] and 'fell back to sockets' in result['message']
+    wired = _wired(lab, hosts, ['all_reduce_perf', '-b', '1G', '-e', '8G', '-f', '2', '-g', '8'],
+                   NCCL_IB_HCA='=mlx5_0:1,mlx5_3:1', NCCL_DEBUG='INFO')
+    good = ''.join(out for _status, out in wired)
+    result = verify_nccl.launch_result(parse_nccl_tests(good), {'nodes': hosts, 'ranks': 24}, good)
+    assert result['passed'] and result['message'].endswith('network IB')
+    assert close(row_at(parse_nccl_tests(good), EIGHT_GB)['oop_busbw'], 2 * 400 * 0.97 / 8)
+
+
+def test_nccl_version_line_as_nccl_debug_says(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib')
+    quiet = _wired(lab, ['gpu01', 'gpu02'], ['all_reduce_perf'] + ARGS)
+    assert 'NCCL version' not in quiet[0][1] and quiet[1][1] == ''
+    assert parse_nccl_tests(quiet[0][1])['nccl_version'] == '2.21.5'  # from nccl-library=22105
+    for level in ('VERSION', 'WARN'):
+        (status, out), (_other, rest) = _wired(lab, ['gpu01', 'gpu02'], ['all_reduce_perf'] + ARGS, NCCL_DEBUG=level)
+        assert status == 0 and re.search(r'^NCCL version 2\.21\.5\+cuda12\.2$', out, re.M) and rest == ''
+        assert out.index('NCCL version 2.21.5') > out.index('#  Rank 15') and 'NCCL INFO' not in out
+    (status, out), (_other, rest) = _wired(lab, ['gpu01', 'gpu02'], ['all_reduce_perf'] + ARGS, NCCL_DEBUG='info')
+    assert re.search(r'^gpu01:\d+:\d+ \[0\] NCCL INFO NCCL version 2\.21\.5\+cuda12\.2$', out, re.M)
+    assert 'NCCL version' not in rest and rest.count('NCCL INFO') == 2 and rest.startswith('gpu02:')
+    parsed = parse_nccl_tests(out)
+    assert parsed['nccl_version'] == '2.21.5' and len(parsed['ranks']) == 16 and parsed['errors'] == []
+
+
+def test_rank_error_fails_the_multi_node_run_on_that_host_only(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=3)
+    hosts = ['gpu01', 'gpu02', 'gpu03']
+    assert lab.run('gpu02', ['hwsim', 'fault', 'nccl-rank-error', '3'])[0] == 0
+    # alone, gpu02 passes: the fault is on its inter-node path
+    status, out, _err = run(lab, 'gpu02', ['all_reduce_perf'] + ARGS)
+    assert status == 0 and parse_nccl_tests(out)['errors'] == []
+    outs = _wired(lab, hosts, ['all_reduce_perf', '-b', '1G', '-e', '8G', '-f', '2', '-g', '8'], NCCL_DEBUG='WARN')
+    assert [status for status, _out in outs] == [3, 3, 3]
+    assert re.search(r"^gpu02: Test NCCL failure common\.cu:\d+ 'unhandled system error \(run with NCCL_DEBUG=INFO for details\)"
+                     r" / Call to ibv_reg_mr_iova2 failed with error Bad address'$", outs[1][1], re.M)
+    assert re.search(r'^gpu02:\d+:\d+ \[3\] misc/ibvwrap\.cc:\d+ NCCL WARN Call to ibv_reg_mr_iova2', outs[1][1], re.M)
+    assert re.search(r"^gpu03: Test NCCL failure common\.cu:\d+ 'remote process exited or there was a network error / ",
+                     outs[2][1], re.M)
+    stdout = ''.join(out for _status, out in outs)
+    parsed = parse_nccl_tests(stdout)
+    assert len(parsed['ranks']) == 24 and parsed['rows'] == [] and len(parsed['warnings']) == 3
+    assert [(f['host'], f['remote']) for f in parsed['failures']] == [('gpu01', True), ('gpu02', False), ('gpu03', True)]
+    expected = {'participants': hosts, 'busbw_table': {'h100': 300}, 'model': 'NVIDIA H100 80GB HBM3', 'node_ranks': 8,
+                'bisect': True}
+    multi = verify_nccl.decide_nccl_multi_node({'rc': 3, 'stdout': stdout, 'stderr': 'srun: error: gpu02: task 1: Exited with exit code 3'},
+                                               expected)
+    assert sorted(multi['fleet']) == ['gpu02'] and not multi['cluster'][-1]['passed']
+    # srun's exit status is the launcher's error: the launch check is not judged, the run fails on gpu02's rank
+    assert [r['check'] for r in multi['cluster']] == ['nccl.multi_node_busbw'] and 'gpu02' in multi['cluster'][-1]['message']
+    launched = verify_nccl.decide_nccl_multi_node({'rc': 0, 'stdout': stdout}, expected)
+    assert launched['cluster'][0]['check'] == 'nccl.multi_node_launch' and launched['cluster'][0]['passed']
+    # without NCCL_DEBUG the WARN lines are gone, nccl-tests' own lines stay
+    quiet = ''.join(out for _status, out in _wired(lab, hosts, ['all_reduce_perf', '-b', '1G', '-e', '8G', '-g', '8']))
+    assert 'NCCL WARN' not in quiet and sorted(verify_nccl.decide_nccl_multi_node({'rc': 0, 'stdout': quiet}, expected)['fleet']) == ['gpu02']
+    # a run that does not drive GPU 3 of gpu02 (one GPU per node) is not hit
+    assert [status for status, _out in _wired(lab, hosts, ['all_reduce_perf', '-b', '1G', '-e', '1G', '-g', '1'])] == [0, 0, 0]

@@ -18,7 +18,23 @@ or $HWSIM_NCCL_HOSTS (``gpu01,gpu02``, for mpirun and PMI launches).
 Bus bandwidth: busbw(size) = size x factor / (t0 + size x factor / peak), where
 peak is the profile's ``nccl.<collective>_busbw_gbps`` x nccl-slow (the
 slowest host's) and, across hosts, at most min over hosts of (sum of the
-active GPU-fabric HCA ports' rate x hca-bw-low x perftest efficiency) / 8.
+active GPU-fabric HCA ports NCCL_IB_HCA selects: rate x hca-bw-low x perftest
+efficiency) / 8, or the socket figure on a host where it selects none (NCCL's
+fall-back to sockets).
+
+NCCL_IB_HCA as NCCL reads it (src/misc/utils.cc parseStringList/matchIfList):
+a comma list of ``name[:port]``; a leading ``^`` excludes, a leading ``=``
+(after the ``^``) matches names exactly; otherwise names are prefixes, so
+``mlx5_1`` also selects mlx5_10 and mlx5_11 (NVIDIA/nccl PR #236).
+
+NCCL_DEBUG: VERSION or WARN print NCCL's bare ``NCCL version 2.21.5+cudaX.Y``
+line (rank 0's process); INFO/TRACE print it as an INFO line plus each process's
+``NET/IB : Using [0]mlx5_0:1/IB ...`` and ``Using network IB`` (or ``NET/IB : No
+device found.``, ``NET/Socket : Using ...``, ``Using network Socket``).
+nccl-rank-error GPU on a host fails the multi-node runs it is in: the process
+of that GPU prints NCCL's WARN (NCCL_DEBUG WARN or more) and nccl-tests'
+``HOST: Test NCCL failure`` with "unhandled system error", every other process
+the "remote process exited or there was a network error" it then sees; exit 3.
 """
 import re
 
@@ -38,7 +54,18 @@ COLLECTIVES = {
     'broadcast_perf': ('all_gather_busbw_gbps', 'one', 'none', 'same'),
     'alltoall_perf': ('all_gather_busbw_gbps', 'gather', 'none', 'gathered'),
 }
+NCCL_VERSION = '2.21.5'   # nccl-library=22105 in VERSION_LINE
 LATENCY_US = {True: 12.0, False: 30.0}
+# GB/s of NCCL's socket transport when no GPU-fabric HCA is usable (a 10 GbE management network); the profile's
+# nccl.socket_busbw_gbps overrides it
+SOCKET_GBPS = 1.25
+DEBUG_LEVELS = ('VERSION', 'WARN', 'INFO', 'TRACE')
+# line numbers in the failure lines: cosmetic, in the range of an nccl-tests 2.13 build (common.cu)
+NCCL_FAILURE_LINE = 1005
+SYSTEM_ERROR = 'unhandled system error (run with NCCL_DEBUG=INFO for details)'
+REMOTE_ERROR = 'remote process exited or there was a network error'
+REG_MR_WARN = 'Call to ibv_reg_mr_iova2 failed with error Bad address'
+
 LARGE_BYTES = 128 * 1024 * 1024
 CUDA_FAILURE_LINE = 892
 TEST_FAILURE_LINE = 1063
@@ -152,10 +179,38 @@ def launch(environ, host):
     return 0, 1, [host]
 
 
+def hca_filter(value):
+    """NCCL_IB_HCA -> (exclude, exact, [(name, port or None)]), or None when unset or empty (every device)."""
+    text = (value or '').strip()
+    if not text:
+        return None
+    exclude = text.startswith('^')
+    text = text[1:] if exclude else text
+    exact = text.startswith('=')
+    text = text[1:] if exact else text
+    items = []
+    for item in text.split(','):
+        name, sep, port = item.strip().partition(':')
+        if name:
+            items.append((name, int(port) if sep and port.isdigit() else None))
+    return exclude, exact, items
+
+
+def hca_selected(ca_name, port, spec):
+    """Whether NCCL_IB_HCA (``hca_filter``) lets NCCL use port ``port`` of ``ca_name``: prefix match unless exact."""
+    if spec is None:
+        return True
+    exclude, exact, items = spec
+    hit = any((ca_name == name if exact else ca_name.startswith(name)) and (wanted is None or wanted == port)
+              for name, wanted in items)
+    return not hit if exclude else hit
+
+
 class Node(object):
     """One host of the run: visible GPUs, nccl-slow, fabric bound, the processes on it."""
 
-    def __init__(self, model):
+    def __init__(self, model, environ=None):
+        environ = environ or {}
         self.host = model.host
         self.profile = model.profile or {}
         faults = model.state['faults']
@@ -166,9 +221,21 @@ class Node(object):
         self.slow = slow[-1]['args']['fraction'] if slow else 1.0
         wrong = fault_kinds.of_kind(faults, 'nccl-wrong')
         self.wrong = wrong[-1]['args']['count'] if wrong else 0
+        self.rank_errors = [fault['args']['gpu'] for fault in fault_kinds.of_kind(faults, 'nccl-rank-error')]
+        self.index = model.index
         efficiency = (self.profile.get('perftest') or {}).get('efficiency', 0.95)
+        spec = hca_filter(environ.get('NCCL_IB_HCA'))
+        # the devices NCCL's IB transport uses: Active ports of GPU-fabric HCAs that NCCL_IB_HCA selects (a storage or
+        # management HCA adds nothing to the GPU fabric)
+        self.nets = [view for view in model.ports() if view.hca.get('role') == 'compute' and view.up
+                     and hca_selected(view.ca_name, view.number, spec)]
         self.fabric_gbps = sum(view.rate * view.faults.get('hca-bw-low', {}).get('fraction', 1.0) * efficiency
-                               for view in model.ports() if view.hca.get('role') == 'compute' and view.up)
+                               for view in self.nets)
+        self.socket_gbps = float((self.profile.get('nccl') or {}).get('socket_busbw_gbps', SOCKET_GBPS))
+
+    def network_gbps(self):
+        """GB/s this host gives a multi-host run: its selected GPU-fabric ports, or sockets when it has none."""
+        return self.fabric_gbps / 8.0 if self.nets else self.socket_gbps
 
     def peak(self, key, algorithm='auto'):
         """The NVLink figure of a collective; all_reduce with NVLS off (``algorithm`` ring) reads the profile's
@@ -277,7 +344,7 @@ def peak_busbw(name, nodes, algo='auto'):
     key = COLLECTIVES[name][0]
     peak = min(node.peak(key, algo) for node in nodes)
     if len(nodes) > 1:
-        peak = min([peak] + [node.fabric_gbps / 8.0 for node in nodes])
+        peak = min([peak] + [node.network_gbps() for node in nodes])
     return peak
 
 
@@ -320,13 +387,19 @@ def cuda_failure(host, reason):
             % (host, CUDA_FAILURE_LINE, reason, host, pid(), TEST_FAILURE_LINE))
 
 
+def nccl_failure(host, reason):
+    """NCCLCHECK's line (nccl-tests >= 2.13 with NCCL >= 2.13: ``'<error string> / <ncclGetLastError>'``) and TESTCHECK's."""
+    return ("%s: Test NCCL failure common.cu:%d '%s'\n .. %s pid %d: Test failure common.cu:%d\n"
+            % (host, NCCL_FAILURE_LINE, reason, host, pid(), TEST_FAILURE_LINE))
+
+
 def build_run(ctx, opts, environ):
     """Processes, hosts and ranks of this launch; NcclError when a process lacks its GPUs."""
     proc, nprocs, proc_hosts = launch(environ, ctx.host)
     models = {}
     for host in proc_hosts:
         if host not in models:
-            models[host] = Node(ctx.host_model(host))
+            models[host] = Node(ctx.host_model(host), environ)
     per_proc = opts['nthreads'] * opts['ngpus']
     local_ranks = [proc_hosts[:index].count(host) for index, host in enumerate(proc_hosts)]
     hosts = list(dict.fromkeys(proc_hosts))
@@ -344,6 +417,78 @@ def missing_gpus(run_info):
     return short
 
 
+def debug_level(environ):
+    """NCCL_DEBUG as a number: 0 unset (NCCL prints nothing), 1 VERSION, 2 WARN, 3 INFO, 4 TRACE."""
+    level = (environ.get('NCCL_DEBUG') or '').strip().upper()
+    return DEBUG_LEVELS.index(level) + 1 if level in DEBUG_LEVELS else 0
+
+
+def oob_address(environ, node):
+    """``IFNAME:ADDRESS<0>`` of NCCL's bootstrap interface: NCCL_SOCKET_IFNAME's first name, else eth0; the address is
+    a documentation address (192.0.2.0/24), as hwsim does not know the container's."""
+    wanted = (environ.get('NCCL_SOCKET_IFNAME') or '').strip()
+    name = '' if wanted.startswith('^') else wanted.lstrip('=').split(',')[0].strip()
+    return '%s:192.0.2.%d<0>' % (name or 'eth0', node.index % 254 + 1)
+
+
+def debug_lines(run_info, environ):
+    """What NCCL itself prints in this process at NCCL_DEBUG's level: the version line (rank 0's process) and, from
+    INFO on, the network it chose (IB with the devices, or the fall-back to sockets)."""
+    level = debug_level(environ)
+    proc = run_info['proc']
+    node = run_info['proc_nodes'][proc]
+    device = run_info['local_ranks'][proc] * run_info['per_proc']
+    me = pid()
+    main_thread, init_thread = '%s:%d:%d [%d] ' % (node.host, me, me, device), '%s:%d:%d [%d] ' % (node.host, me, me + 151, device)
+    version = 'NCCL version %s+cuda%s' % (NCCL_VERSION, (node.profile.get('gpus') or {}).get('cuda_version', '12.4'))
+    lines = []
+    if proc == 0 and level in (1, 2):
+        lines.append(version + '\n')
+    if level >= 3:
+        if proc == 0:
+            lines.append(main_thread + 'NCCL INFO ' + version + '\n')
+        oob = oob_address(environ, node)
+        if node.nets:
+            used = ' '.join('[%d]%s:%d/%s' % (number, view.ca_name, view.number, 'IB' if view.is_ib else 'RoCE')
+                            for number, view in enumerate(node.nets))
+            lines += [init_thread + 'NCCL INFO NET/IB : Using %s [RO]; OOB %s\n' % (used, oob),
+                      init_thread + 'NCCL INFO Using network IB\n']
+        else:
+            lines += [init_thread + 'NCCL INFO NET/IB : No device found.\n',
+                      init_thread + 'NCCL INFO NET/Socket : Using [0]%s\n' % oob,
+                      init_thread + 'NCCL INFO Using network Socket\n']
+    return ''.join(lines)
+
+
+def failing_ranks(run_info):
+    """(process, host, device ordinal) of each GPU with nccl-rank-error that this multi-host run drives."""
+    if len(run_info['nodes']) < 2:
+        return []
+    found = []
+    per_proc = run_info['per_proc']
+    for proc, node in enumerate(run_info['proc_nodes']):
+        for position in range(run_info['local_ranks'][proc] * per_proc, (run_info['local_ranks'][proc] + 1) * per_proc):
+            if position < len(node.devices) and node.devices[position]['index'] in node.rank_errors:
+                found.append((proc, node.host, position))
+    return found
+
+
+def rank_failure(run_info, failing, environ):
+    """NcclError of this process when a rank of the run fails: the failing rank's own error, or the remote error
+    every other process then sees (nccl-tests prints both with the process's host name)."""
+    proc = run_info['proc']
+    me = run_info['proc_nodes'][proc]
+    thread = me.host + ':%d:%d [%%d] ' % (pid(), pid() + 151)
+    mine = [position for number, _host, position in failing if number == proc]
+    if mine:
+        warn = thread % mine[0] + 'misc/ibvwrap.cc:203 NCCL WARN %s\n' % REG_MR_WARN if debug_level(environ) >= 2 else ''
+        return NcclError(warn + nccl_failure(me.host, '%s / %s' % (SYSTEM_ERROR, REG_MR_WARN)), 3)
+    last = 'socketProgress: Connection closed by remote peer %s<%d>' % (failing[0][1], 43000 + failing[0][0])
+    device = run_info['local_ranks'][proc] * run_info['per_proc']
+    warn = thread % device + 'misc/socket.cc:50 NCCL WARN %s\n' % last if debug_level(environ) >= 2 else ''
+    return NcclError(warn + nccl_failure(me.host, '%s / %s' % (REMOTE_ERROR, last)), 3)
+
+
 def run(ctx, args, name):
     """One nccl-tests binary; the launch (ranks, hosts) comes from the context's environment."""
     try:
@@ -359,12 +504,15 @@ def run(ctx, args, name):
                 reason = 'invalid device ordinal' if me.devices else 'no CUDA-capable device is detected'
                 raise NcclError(cuda_failure(me.host, reason), 2)
             return 1
+        # nccl-tests prints the ranks, then initialises NCCL (which logs as NCCL_DEBUG says), then runs the sizes
+        ctx.write((rank_lines(run_info) if main else '') + debug_lines(run_info, ctx.environ))
+        failing = failing_ranks(run_info)
+        if failing:
+            raise rank_failure(run_info, failing, ctx.environ)
+        nranks = run_info['nprocs'] * run_info['per_proc']
+        rows, errors, average = table(name, opts, run_info['nodes'], nranks, algorithm(ctx.environ))
         if main:
-            nranks = run_info['nprocs'] * run_info['per_proc']
-            rows, errors, average = table(name, opts, run_info['nodes'], nranks, algorithm(ctx.environ))
-            ctx.write(rank_lines(run_info) + table_header() + rows + footer(name, errors, average))
-        else:
-            errors = table(name, opts, run_info['nodes'], run_info['nprocs'] * run_info['per_proc'], algorithm(ctx.environ))[1]
+            ctx.write(table_header() + rows + footer(name, errors, average))
         return 1 if errors else 0
     except NcclError as exc:
         (ctx.write if exc.stream == 'out' else ctx.error)(exc.text)

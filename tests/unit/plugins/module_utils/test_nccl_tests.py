@@ -122,6 +122,32 @@ def test_test_failure_is_reported_with_rows_before_it():
     assert len(result['warnings']) == 1 and 'NCCL WARN NET/IB' in result['warnings'][0]
 
 
+def test_failures_name_their_host_and_mark_the_remote_echo():
+    result = parse_nccl_tests(own_fixture('nccl-tests/nccl-tests-2.13-8xh100-allreduce-ncclfailure-handmade.txt'))
+    assert result['failures'] == [{'host': 'hgx-node-07', 'kind': 'NCCL', 'where': 'common.cu:1005', 'remote': True,
+                                   'reason': 'remote process exited or there was a network error / NET/IB : Got completion '
+                                             'from peer with error 12'}]
+    # common.h: CUDACHECK and NCCLCHECK print in every process, with its (short) host name; TESTCHECK's trace line is
+    # an error but not a failure of its own
+    text = ("gpu02: Test CUDA failure common.cu:892 'an illegal memory access was encountered'\n"
+            " .. gpu02 pid 4211: Test failure common.cu:1063\n"
+            "gpu03: Test NCCL failure common.cu:1005 'unhandled system error (run with NCCL_DEBUG=INFO for details) / '\n")
+    result = parse_nccl_tests(text)
+    assert [(f['host'], f['kind'], f['remote'], f['reason']) for f in result['failures']] == [
+        ('gpu02', 'CUDA', False, 'an illegal memory access was encountered'),
+        ('gpu03', 'NCCL', False, 'unhandled system error (run with NCCL_DEBUG=INFO for details) / ')]
+    assert len(result['errors']) == 3
+    # no failure line: no failures key (results.json keeps its shape)
+    assert 'failures' not in parse_nccl_tests(own_fixture('nccl-tests/nccl-tests-2.13-8xh100-allreduce-pass-handmade.txt'))
+
+
+def test_nccl_version_line_bare_or_as_info():
+    assert parse_nccl_tests('NCCL version 2.19.3+cuda12.3\n# Using devices\n#  Rank  0 Group  0 Pid  1 on a device  0 '
+                            '[0x1b] NVIDIA H100 80GB HBM3\n')['nccl_version'] == '2.19.3'
+    assert parse_nccl_tests('puente:21488:21488 [0] NCCL INFO NCCL version 2.22.3+cuda12.4\n# Using devices\n#  Rank  0 '
+                            'Group  0 Pid  1 on a device  0 [0x1b] NVIDIA H100 80GB HBM3\n')['nccl_version'] == '2.22.3'
+
+
 def test_crlf_and_tabs_parse_the_same():
     text = own_fixture('nccl-tests/nccl-tests-2.13-8xh100-allreduce-pass-handmade.txt')
     mangled = text.replace('  ', '\t').replace('\n', '\r\n').rstrip()
