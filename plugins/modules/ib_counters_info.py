@@ -133,6 +133,7 @@ ports:
 '''
 
 import os
+import threading
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -245,18 +246,27 @@ def main():
     )
     params = module.params
     reader = Reader(module)
-    ports = []
-    for hca in params['hcas']:
-        entry = {'hca': hca, 'port': params['port'], 'link_layer': params['link_layer'], 'netdev': None, 'lid': None,
-                 'counters': {}, 'ber': {}, 'missing': [], 'errors': [], 'saturating': False}
+    for tool in ('perfquery', 'mlxlink', 'rdma', 'ethtool'):
+        reader.path(tool)  # looked up once, before the threads
+    ports = [{'hca': hca, 'port': params['port'], 'link_layer': params['link_layer'], 'netdev': None, 'lid': None,
+              'counters': {}, 'ber': {}, 'missing': [], 'errors': [], 'saturating': False} for hca in params['hcas']]
+
+    def read_port(entry):
         if params['link_layer'] == 'InfiniBand':
-            read_infiniband(reader, hca, params['port'], entry)
+            read_infiniband(reader, entry['hca'], params['port'], entry)
         elif params['roce']:
-            read_ethernet(reader, hca, params['port'], entry)
+            read_ethernet(reader, entry['hca'], params['port'], entry)
         if params['ber']:
-            parsed = reader.read('mlxlink', ['-d', hca, '-p', str(params['port']), '-c'], ib_counters.parse_mlxlink, entry)
+            parsed = reader.read('mlxlink', ['-d', entry['hca'], '-p', str(params['port']), '-c'], ib_counters.parse_mlxlink, entry)
             entry['ber'] = (parsed or {}).get('ber') or {}
-        ports.append(entry)
+
+    # One thread per port: mlxlink can take seconds per port on real adapters, and the second read comes
+    # right after the tests, so its figures should be close together in time. Each thread writes only its entry.
+    threads = [threading.Thread(target=read_port, args=(entry,)) for entry in ports]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     module.exit_json(changed=False, ports=ports)
 
 
