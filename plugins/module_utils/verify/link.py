@@ -89,6 +89,11 @@ def _judge_rise(check, subject, what, rises, reset, limits, tested, extra):
                           '%s counted %s between the two reads%s; a marginal optic or cable: clean or replace it, reseat both ends'
                           % (what, ', '.join('%s +%d' % (name, rise) for name, rise in sorted(over.items())), note),
                           rises=rising, **extra)
+    if not tested:
+        # no traffic crossed the link between the reads: quiet counters prove nothing, and a node drained for this
+        # check stays drained (the gate does not resume a drain whose check was not made)
+        return _skipped(check, subject, dict((name, int(limits.get(name, 0))) for name in rises) or 0,
+                        'no bandwidth test ran on this node between the two reads, and no counter rose', rises=rising, **extra)
     return new_result(check, subject, 0, dict((name, int(limits.get(name, 0))) for name in rises) or 0, True,
                       '%s: none of %d counters rose beyond its limit between the two reads%s%s'
                       % (what, len(rises), (' (%s)' % ', '.join('%s +%d' % item for item in sorted(rising.items())))

@@ -137,3 +137,15 @@ def test_a_subset_run_resumes_only_what_it_checked_again():
     outcomes['gpu'] = {'nodes': {'gpu01': [_ok('gpu.ecc')]}}
     nodes = gate.collect(['gpu01', 'gpu02', 'gpu03'], outcomes)
     assert gate.plan(nodes, slurm, 'drain', ran=['ib', 'gpu'])['gpu01']['action'] == 'resume'
+
+
+def test_a_drain_whose_check_was_read_without_traffic_is_kept():
+    """--tags verify_ib,verify_gate: link counters read twice with no bandwidth test between are "not checked"."""
+    skipped = dict(_ok('ib.link_errors'), skipped='no bandwidth test ran on this node between the two reads')
+    outcomes = {'ib': {'nodes': {'gpu01': [_ok('ib.port_state'), skipped], 'gpu02': [_ok('ib.port_state'), _ok('ib.link_errors')]}}}
+    nodes = gate.collect(['gpu01', 'gpu02'], outcomes)
+    reason = 'aicluster: ib.link_errors mlx5_3:1 (0xfc6a1c0300010001 port 1) [root@2026-01-06T10:02:33]'
+    slurm = [{'NodeName': 'gpu01', 'State': 'IDLE+DRAIN', 'Reason': reason}, {'NodeName': 'gpu02', 'State': 'IDLE+DRAIN', 'Reason': reason}]
+    actions = gate.plan(nodes, slurm, 'drain', ran=['ib'])
+    assert actions['gpu01']['action'] == 'none' and 'ib.link_errors, which this run did not check' in actions['gpu01']['note']
+    assert actions['gpu02']['action'] == 'resume'

@@ -79,7 +79,15 @@ def test_missing_perfquery_and_unread_nodes():
 def test_no_active_test_between_the_reads_is_said():
     outcome = decide.link({'gpu01': {'before': _read({'SymbolErrorCounter': 0}), 'after': _read({'SymbolErrorCounter': 0})}},
                           _expected(active=False))
-    assert 'no bandwidth test ran' in _by_check(outcome)['ib.link_errors']['message']
+    result = _by_check(outcome)['ib.link_errors']
+    assert 'no bandwidth test ran' in result['message']
+    # quiet counters with no traffic prove nothing: not checked (a drain for it is kept), never a pass
+    assert result['passed'] is True and result['skipped'] and result['message'].startswith('not checked')
+    # a counter that rises even without traffic still fails
+    outcome = decide.link({'gpu01': {'before': _read({'SymbolErrorCounter': 0}), 'after': _read({'SymbolErrorCounter': 9})}},
+                          _expected(active=False))
+    result = _by_check(outcome)['ib.link_errors']
+    assert result['passed'] is False and 'no bandwidth test ran' in result['message']
 
 
 def test_roce_drops_and_physical_errors():
