@@ -52,8 +52,13 @@ class ScontrolError(ParseError):
         super(ScontrolError, self).__init__('scontrol reported: %s' % '; '.join(self.errors))
 
 
-def _split_fields(text, line_number, raw_line):
-    """Split ``Key=value Key2=value two`` into ordered (key, value) pairs."""
+def split_fields(text, line_number, raw_line, free_text=None):
+    """Split scontrol's ``Key=value Key2=value two`` into ordered (key, value) pairs.
+
+    ``free_text``: key -> the keys that may end its value (a free-text value may contain ``Word=``); default the
+    node record's (Reason, Comment, Extra). ``scontrol show reservation`` passes its own.
+    """
+    free_text = _AFTER_FREE_TEXT if free_text is None else free_text
     matches = list(_KEY_TOKEN.finditer(text))
     if not matches or text[:matches[0].start()].strip():
         raise ParseError('expected Key=Value fields', line_number, raw_line)
@@ -62,7 +67,7 @@ def _split_fields(text, line_number, raw_line):
     while index < len(matches):
         match = matches[index]
         key = match.group(1)
-        stops = _AFTER_FREE_TEXT.get(key)
+        stops = free_text.get(key)
         nxt = index + 1
         if stops is not None:
             while nxt < len(matches) and matches[nxt].group(1) not in stops:
@@ -117,7 +122,7 @@ def parse_scontrol_show_node(text, with_errors=False):
         if line.startswith('NodeName='):
             node = {}
             nodes.append(node)
-            fields = _split_fields(line, number, raw)
+            fields = split_fields(line, number, raw)
             # One line per node (-o) carries more than the first line's three or four fields.
             one_liner = any(key in ('CPUAlloc', 'CPUTot', 'State', 'RealMemory') for key, _value in fields)
             for key, value in fields:
@@ -135,7 +140,7 @@ def parse_scontrol_show_node(text, with_errors=False):
         if key in _WHOLE_LINE_KEYS and _KEY_TOKEN.match(stripped):
             fields = [(key, stripped[len(key) + 1:].strip())]
         else:
-            fields = _split_fields(stripped, number, raw)
+            fields = split_fields(stripped, number, raw)
         for key, value in fields:
             _add(node, key, value, number, raw)
         last_key = fields[-1][0]

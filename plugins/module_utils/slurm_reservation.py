@@ -21,10 +21,9 @@ import re
 import time
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
-from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand, split_fields
 
 _FIRST_RE = re.compile(r'^ReservationName=(?P<name>.*?) (?P<rest>StartTime=.*)$')
-_FIELD_RE = re.compile(r'(?:^|(?<=\s))(?P<key>[A-Z][A-Za-z]*)=')
 _NOT_FOUND_RE = re.compile(r'^Reservation (?P<name>.+) not found$')
 _NONE = 'No reservations in the system'
 _TOOL_ERROR_RE = re.compile(r'^(scontrol: error: |slurm_load_reservations error: |scontrol: fatal: )')
@@ -33,25 +32,6 @@ _FREE_TEXT = {'Comment': ('MaxStartDelay',)}
 # Flags that only matter when the reservation is created (Slurm may not print them back).
 CREATE_ONLY_FLAGS = frozenset(('IGNORE_JOBS',))
 _TIME_FORMAT = '%Y-%m-%dT%H:%M:%S'
-
-
-def _fields(text, number, raw):
-    matches = list(_FIELD_RE.finditer(text))
-    if not matches or text[:matches[0].start()].strip():
-        raise ParseError('expected Key=Value fields', number, raw)
-    out = []
-    index = 0
-    while index < len(matches):
-        key = matches[index].group('key')
-        nxt = index + 1
-        stops = _FREE_TEXT.get(key)
-        if stops is not None:
-            while nxt < len(matches) and matches[nxt].group('key') not in stops:
-                nxt += 1
-        end = matches[nxt].start() if nxt < len(matches) else len(text)
-        out.append((key, text[matches[index].end():end].strip()))
-        index = nxt
-    return out
 
 
 def parse_scontrol_show_reservation(text):
@@ -91,7 +71,7 @@ def parse_scontrol_show_reservation(text):
             raise ParseError('expected a line beginning ReservationName=', number, raw)
         else:
             rest = stripped
-        for key, value in _fields(rest, number, raw):
+        for key, value in split_fields(rest, number, raw, _FREE_TEXT):
             if key in current:
                 raise ParseError('field %s given twice for reservation %s' % (key, current['ReservationName']), number, raw)
             current[key] = value
