@@ -42,9 +42,11 @@ def _parse_scontrol_show_node(text, with_errors=False):
     return _call('parse_scontrol_show_node', parse_scontrol_show_node, text, with_errors=with_errors)
 
 
-def _gres_conf(gpu_info, node_name=None, autodetect=None, threads_per_core=None, sockets=None, cores_per_socket=None):
+def _gres_conf(gpu_info, node_name=None, autodetect=None, threads_per_core=None, sockets=None, cores_per_socket=None,
+               cpu_topology=None):
     return _call('gres_conf', gres_conf_lines, gpu_info, node_name=node_name, autodetect=autodetect,
-                 threads_per_core=threads_per_core, sockets=sockets, cores_per_socket=cores_per_socket)
+                 threads_per_core=threads_per_core, sockets=sockets, cores_per_socket=cores_per_socket,
+                 cpu_topology=cpu_topology)
 
 
 def _nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None):

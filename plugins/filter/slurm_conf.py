@@ -50,12 +50,14 @@ def _records_from_hostvars(names, hostvars):
     return records
 
 
-def _slurm_nodes(names, records, node_groups=None, groups=None, conf_in_service=None, allow_missing=False):
+def _slurm_nodes(names, records, node_groups=None, groups=None, conf_in_service=None, allow_missing=False,
+                 mem_spec_limit='auto', core_spec_count='auto', optional=None):
     if isinstance(records, Mapping):
         records = _records_from_hostvars(names, records)
     known = _call('slurm_nodes', known_nodes, conf_in_service or '')
     return _call('slurm_nodes', slurm_nodes, names, records, node_groups=node_groups, groups=groups,
-                 known=known, allow_missing=allow_missing)
+                 known=known, allow_missing=allow_missing, mem_spec_limit=mem_spec_limit, core_spec_count=core_spec_count,
+                 optional=optional)
 
 
 def _slurm_node_group_of(node_groups, host, groups=None):
@@ -70,12 +72,13 @@ def _slurm_node_lines(nodes, state='UNKNOWN'):
     return _call('slurm_node_lines', slurm_node_lines, nodes, state=state)
 
 
-def _slurm_partition_lines(partitions, groups, compute_nodes=None):
-    return _call('slurm_partition_lines', slurm_partition_lines, partitions, groups, compute_nodes=compute_nodes)
+def _slurm_partition_lines(partitions, groups, compute_nodes=None, nodes=None, def_mem_per_gpu='auto', def_cpu_per_gpu='auto'):
+    return _call('slurm_partition_lines', slurm_partition_lines, partitions, groups, compute_nodes=compute_nodes,
+                 nodes=nodes, def_mem_per_gpu=def_mem_per_gpu, def_cpu_per_gpu=def_cpu_per_gpu)
 
 
-def _slurm_vars_problems(partitions, node_groups, compute_nodes, groups):
-    return _call('slurm_vars_problems', check_slurm_vars, partitions, node_groups, compute_nodes, groups)
+def _slurm_vars_problems(partitions, node_groups, compute_nodes, groups, settings=None):
+    return _call('slurm_vars_problems', check_slurm_vars, partitions, node_groups, compute_nodes, groups, settings=settings)
 
 
 def _slurm_conf_restart_reasons(old_text, new_text):

@@ -127,6 +127,32 @@ def core_ids(cpus, threads_per_core, total_cores):
     return sorted(set(cpu % total_cores for cpu in cpus))
 
 
+def slurm_core_map(cpu_topology):
+    """Linux CPU id -> Slurm core id, from the kernel's CPU topology (sysfs ``topology/physical_package_id`` and
+    ``topology/core_id`` of every CPU: a list of ``{'cpu', 'package', 'core'}``).
+
+    Slurm numbers cores as hwloc orders them: sockets by their lowest CPU id, then the cores of each socket by their
+    lowest CPU id, counted from 0 across sockets.  This holds whatever the BIOS's numbering: socket-interleaved
+    (CPU 0 on socket 0, CPU 1 on socket 1, ...) or siblings at ``cpu + total_cores`` as Linux usually does.
+    Returns {} for no topology.
+    """
+    cores = {}
+    for entry in cpu_topology or []:
+        key = (int(entry['package']), int(entry['core']))
+        cores.setdefault(key, []).append(int(entry['cpu']))
+    packages = {}
+    for (package, core), cpus in cores.items():
+        packages.setdefault(package, []).append((min(cpus), core))
+    mapping = {}
+    index = 0
+    for package in sorted(packages, key=lambda pkg: min(first for first, _core in packages[pkg])):
+        for _first, core in sorted(packages[package]):
+            for cpu in cores[(package, core)]:
+                mapping[cpu] = index
+            index += 1
+    return mapping
+
+
 def _core_layout(gpus, threads_per_core, sockets, cores_per_socket):
     """(threads_per_core, total_cores) from the arguments, or inferred from the GPUs' CPU sets."""
     total_cores = None
@@ -174,7 +200,8 @@ def _gpu_type(gpu):
     return gpu_type_name(gpu.get('name') or '')
 
 
-def gres_conf_lines(gpu_info, node_name=None, autodetect=None, threads_per_core=None, sockets=None, cores_per_socket=None):
+def gres_conf_lines(gpu_info, node_name=None, autodetect=None, threads_per_core=None, sockets=None, cores_per_socket=None,
+                    cpu_topology=None):
     """gres.conf lines for one node from its gpu_info facts.
 
     One ``Name=gpu Type=<type> File=/dev/nvidia[0-3] Cores=0-47`` line per
@@ -194,6 +221,10 @@ def gres_conf_lines(gpu_info, node_name=None, autodetect=None, threads_per_core=
     not see every CPU); when every GPU sees every CPU ``Cores=`` is left out
     (nothing to bind, and the thread layout cannot be told); else 1 thread.
 
+    With ``cpu_topology`` (the kernel's, ``gpu_info``'s ``cpu_topology``: every CPU's package and core id) the CPU
+    ids are mapped through slurm_core_map() instead, which is right for any numbering (socket-interleaved BIOS
+    numbering included); a CPU the topology does not list leaves ``Cores=`` out of every line.
+
     ``autodetect`` ``'nvml'`` (or another AutoDetect plugin) returns just
     ``['AutoDetect=nvml']``; ``'off'`` puts ``AutoDetect=off`` before the
     lines.  ``node_name`` prefixes every line with ``NodeName=<name> ``.
@@ -210,11 +241,21 @@ def gres_conf_lines(gpu_info, node_name=None, autodetect=None, threads_per_core=
     gpus = gpu_info.get('gpus') or []
     if not isinstance(gpus, list) or not all(isinstance(gpu, dict) for gpu in gpus):
         raise ValueError('gpu_info.gpus must be a list of dicts')
-    tpc, total_cores = _core_layout(gpus, threads_per_core, sockets, cores_per_socket)
+    core_map = slurm_core_map(cpu_topology)
+    if core_map:
+        if any(cpu not in core_map for gpu in gpus for cpu in _gpu_cpus(gpu)):
+            core_map, tpc, total_cores = {}, None, None
+        else:
+            tpc, total_cores = 1, None
+    else:
+        tpc, total_cores = _core_layout(gpus, threads_per_core, sockets, cores_per_socket)
 
     entries = []  # (sort key, kind, type, cores, files)
     for gpu in gpus:
-        cores = _ranges_text(core_ids(_gpu_cpus(gpu), tpc, total_cores)) if tpc else ''
+        if core_map:
+            cores = _ranges_text(sorted(set(core_map[cpu] for cpu in _gpu_cpus(gpu))))
+        else:
+            cores = _ranges_text(core_ids(_gpu_cpus(gpu), tpc, total_cores)) if tpc else ''
         device = _device_file(gpu)
         if gpu.get('mig_enabled'):
             for mig in gpu.get('mig_devices') or []:

@@ -22,7 +22,15 @@ from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostl
 # The hardware fields of ``slurmd -C``, in the order slurm.conf lists them.
 HARDWARE_KEYS = ('CPUs', 'Boards', 'SocketsPerBoard', 'CoresPerSocket', 'ThreadsPerCore', 'RealMemory')
 # What a node line may carry besides its name, in output order.
-NODE_KEYS = HARDWARE_KEYS + ('Gres', 'Feature', 'Weight')
+NODE_KEYS = HARDWARE_KEYS + ('Gres', 'Feature', 'Weight', 'CoreSpecCount', 'MemSpecLimit')
+
+# What ``auto`` reserves for the node's own daemons (slurmd, slurmstepd, nvidia-persistenced, nv-hostengine,
+# dcgm-exporter, the file-system clients): MemSpecLimit is 2% of RealMemory, at least 4 GiB and at most 32 GiB;
+# CoreSpecCount one core per socket, on sockets of 16 cores or more (docs/slurm.md "Resources for the node itself").
+AUTO_MEM_SPEC_FRACTION = 0.02
+AUTO_MEM_SPEC_MIN_MB = 4096
+AUTO_MEM_SPEC_MAX_MB = 32768
+AUTO_CORE_SPEC_MIN_CORES_PER_SOCKET = 16
 
 # slurm.conf parameters whose change ``scontrol reconfigure`` does not apply (slurm.conf(5) and
 # scontrol(1) of Slurm 22.05: authentication, ports, hosts, state and spool locations, plugins
@@ -200,14 +208,41 @@ def select_hosts(spec, groups, where):
     return unique
 
 
-def check_slurm_vars(partitions, node_groups, compute_nodes, groups):
+_SPEC_SETTINGS = ('slurm_mem_spec_limit', 'slurm_core_spec_count', 'slurm_def_mem_per_gpu', 'slurm_def_cpu_per_gpu')
+
+
+def _spec_problem(value, where):
+    try:
+        _spec_value(value, where)
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def check_slurm_vars(partitions, node_groups, compute_nodes, groups, settings=None):
     """Problems with ``slurm_partitions`` and ``slurm_node_groups``, each message naming the variable.
 
     Checks: partition names valid and unique, at most one default partition, every partition and node group
     selects only known compute nodes (members of ``compute_nodes``), node group names unique, no node in two
-    node groups, features and weights well formed.  Returns a list of messages (empty when all is well).
+    node groups, features and weights well formed; the resource settings (``settings``: the role's
+    ``slurm_mem_spec_limit``, ``slurm_core_spec_count``, ``slurm_def_mem_per_gpu``, ``slurm_def_cpu_per_gpu``, and
+    the same keys without the ``slurm_`` prefix in partitions and node groups) are ``auto`` or a whole number >= 0;
+    two or more ``controllers`` need ``slurm_state_save_shared`` (their state directory on shared storage).
+    Returns a list of messages (empty when all is well).
     """
     problems = []
+    controllers = list((settings or {}).get('controllers') or [])
+    if len(controllers) > 1 and not (settings or {}).get('slurm_state_save_shared'):
+        problems.append(
+            'slurm_controller has %d hosts (%s) but slurm_state_save_shared is false: the backup takes over from '
+            "slurmctld's saved state, so slurm_state_save_location (%s) must be one directory on shared storage every "
+            'controller mounts; mount it and set slurm_state_save_shared true, or list one controller'
+            % (len(controllers), ', '.join(controllers), settings.get('slurm_state_save_location', '?')))
+    for key in _SPEC_SETTINGS:
+        if settings and key in settings:
+            problem = _spec_problem(settings[key], key)
+            if problem:
+                problems.append(problem)
     compute = set(compute_nodes)
     names = set()
     defaults = []
@@ -222,6 +257,11 @@ def check_slurm_vars(partitions, node_groups, compute_nodes, groups):
         where = '%s (%s)' % (where, name)
         if part.get('default'):
             defaults.append(name)
+        for key in ('def_mem_per_gpu', 'def_cpu_per_gpu'):
+            if key in part:
+                problem = _spec_problem(part[key], '%s.%s' % (where, key))
+                if problem:
+                    problems.append(problem)
         try:
             members = select_hosts(part, groups, where)
         except ValueError as exc:
@@ -243,6 +283,11 @@ def check_slurm_vars(partitions, node_groups, compute_nodes, groups):
             problems.append('%s.name: %r is missing or defined twice' % (where, name))
         group_names.add(name)
         where = '%s (%s)' % (where, name)
+        for key in ('mem_spec_limit', 'core_spec_count'):
+            if key in group:
+                problem = _spec_problem(group[key], '%s.%s' % (where, key))
+                if problem:
+                    problems.append(problem)
         bad_features = [feature for feature in _as_list(group.get('features')) if not _FEATURE.match(str(feature))]
         if bad_features:
             problems.append('%s.features: %s are not valid feature names' % (where, bad_features))
@@ -283,14 +328,66 @@ def _group_index(node_groups, groups):
 # The node table
 # ---------------------------------------------------------------------------
 
-def slurm_nodes(names, records, node_groups=None, groups=None, known=None, allow_missing=False):
+def _spec_value(value, where):
+    """``auto``, or an int >= 0; ValueError naming ``where`` otherwise."""
+    if value is None or value == '' or str(value).strip().lower() == 'auto':
+        return 'auto'
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValueError('%s must be auto or a whole number >= 0, got %r' % (where, value))
+    return number
+
+
+def node_spec(node, mem_spec_limit='auto', core_spec_count='auto'):
+    """What a node keeps for itself: ``(CoreSpecCount, MemSpecLimit)`` for its hardware (a node table entry).
+
+    ``auto`` (the default of both) reserves 2% of RealMemory for the node's daemons, at least 4 GiB and at most
+    32 GiB but never half the node or more, and one core per socket on sockets of 16 cores or more (none on
+    small nodes); a number is taken as it is, 0 reserves nothing.  Raises ValueError when what is reserved leaves
+    the node no core or no memory.
+    """
+    name = node.get('NodeName', '?')
+    mem = _spec_value(mem_spec_limit, 'mem_spec_limit')
+    cores = _spec_value(core_spec_count, 'core_spec_count')
+    real = int(node['RealMemory'])
+    sockets = int(node.get('Boards', 1)) * int(node['SocketsPerBoard'])
+    per_socket = int(node['CoresPerSocket'])
+    if mem == 'auto':
+        mem = int(min(max(real * AUTO_MEM_SPEC_FRACTION, AUTO_MEM_SPEC_MIN_MB), AUTO_MEM_SPEC_MAX_MB))
+        mem = mem if mem < real // 2 else 0
+    if cores == 'auto':
+        cores = sockets if per_socket >= AUTO_CORE_SPEC_MIN_CORES_PER_SOCKET else 0
+    if cores >= sockets * per_socket:
+        raise ValueError('node %s: core_spec_count %d leaves none of its %d cores to jobs' % (name, cores, sockets * per_socket))
+    if mem >= real:
+        raise ValueError('node %s: mem_spec_limit %d MB leaves none of its %d MB to jobs' % (name, mem, real))
+    return cores, mem
+
+
+def node_gpu_count(node):
+    """GPUs of a node table entry, from its ``Gres`` (``gpu:h100:8``, ``gpu:a100:4,gpu:h100:4``, ``gpu:8``)."""
+    total = 0
+    for item in (node.get('Gres') or '').split(','):
+        parts = item.strip().split(':')
+        if parts[0] == 'gpu' and len(parts) >= 2 and parts[-1].isdigit():
+            total += int(parts[-1])
+    return total
+
+
+def slurm_nodes(names, records, node_groups=None, groups=None, known=None, allow_missing=False,
+                mem_spec_limit='auto', core_spec_count='auto', optional=None):
     """The cluster's node table: one dict per compute node, in natural name order.
 
     ``names`` are the compute nodes; ``records`` their records (node_record()) in the same order, None where
     a host has no facts (not in this play and not in the fact cache); for those, ``known`` (the nodes parsed
     from the slurm.conf in service, parse_slurm_conf()['nodes']) is used.  ``node_groups`` add ``Feature``
-    and ``Weight``.  Raises ValueError naming every node without hardware facts, unless ``allow_missing``
-    (check mode on hosts without Slurm yet), which leaves them out.
+    and ``Weight``, and may override ``mem_spec_limit``/``core_spec_count`` (node_spec(): what the node keeps
+    for its own daemons, ``MemSpecLimit``/``CoreSpecCount``).  Raises ValueError naming every node without
+    hardware facts, unless ``allow_missing`` (check mode on hosts without Slurm yet), which leaves them out;
+    nodes in ``optional`` (left out of this run) are left out quietly when nothing is known of them.
     """
     names = list(names)
     records = list(records or [])
@@ -298,13 +395,15 @@ def slurm_nodes(names, records, node_groups=None, groups=None, known=None, allow
         raise ValueError('slurm_nodes: %d names but %d records' % (len(names), len(records)))
     known = known or {}
     groups = groups or {}
+    optional = set(optional or [])
     membership = _group_index(node_groups, groups)
     table = []
     missing = []
     for name, record in zip(names, records):
         source = record if record else known.get(name)
         if not source:
-            missing.append(name)
+            if name not in optional:
+                missing.append(name)
             continue
         node = {'NodeName': name}
         for key in HARDWARE_KEYS:
@@ -315,6 +414,10 @@ def slurm_nodes(names, records, node_groups=None, groups=None, known=None, allow
         node['Feature'] = ','.join(str(feature) for feature in features)
         weight = group.get('weight') if group else None
         node['Weight'] = '' if weight in (None, '') else str(int(weight))
+        spec_cores, spec_mem = node_spec(node, (group or {}).get('mem_spec_limit', mem_spec_limit),
+                                         (group or {}).get('core_spec_count', core_spec_count))
+        node['CoreSpecCount'] = str(spec_cores) if spec_cores else ''
+        node['MemSpecLimit'] = str(spec_mem) if spec_mem else ''
         table.append(node)
     if missing and not allow_missing:
         raise ValueError('no hardware facts for %s: run the slurm play on them (it records slurmd -C in the fact '
@@ -368,11 +471,49 @@ def _slurm_value(value):
     return str(value)
 
 
-def slurm_partition_lines(partitions, groups, compute_nodes=None):
+def gpu_defaults(members, nodes, def_mem_per_gpu='auto', def_cpu_per_gpu='auto'):
+    """``DefMemPerGPU``/``DefCpuPerGPU`` for a partition of ``members`` (names) from the node table ``nodes``.
+
+    ``auto``: what each GPU of the partition's smallest GPU node can have when every GPU is allocated, that is the
+    node's memory and CPUs less what it keeps for itself (``MemSpecLimit``, ``CoreSpecCount`` x ThreadsPerCore),
+    divided by its GPUs, rounded down.  Without it a GPU job that does not ask for memory gets the whole node
+    (select/cons_tres with memory as a consumable) and a second job cannot share it.  No CPU default when a node
+    has fewer CPUs than GPUs (a whole CPU per GPU would leave GPUs unallocatable).  A number is used as it is;
+    0 or a partition without GPU nodes: none.  Returns ``{'DefMemPerGPU': int, 'DefCpuPerGPU': int}`` with only
+    the keys that apply.
+    """
+    by_name = dict((node['NodeName'], node) for node in nodes or [])
+    mem = _spec_value(def_mem_per_gpu, 'def_mem_per_gpu')
+    cpu = _spec_value(def_cpu_per_gpu, 'def_cpu_per_gpu')
+    mems, cpus = [], []
+    for name in members:
+        node = by_name.get(name)
+        gpus = node_gpu_count(node) if node else 0
+        if not gpus:
+            continue
+        spec_cores = int(node.get('CoreSpecCount') or 0)
+        spec_mem = int(node.get('MemSpecLimit') or 0)
+        mems.append((int(node['RealMemory']) - spec_mem) // gpus)
+        cpus.append((int(node['CPUs']) - spec_cores * int(node.get('ThreadsPerCore') or 1)) // gpus)
+    out = {}
+    if mems:
+        mem = min(mems) if mem == 'auto' else mem
+        cpu = min(cpus) if cpu == 'auto' else cpu
+        if mem:
+            out['DefMemPerGPU'] = mem
+        if cpu:
+            out['DefCpuPerGPU'] = cpu
+    return out
+
+
+def slurm_partition_lines(partitions, groups, compute_nodes=None, nodes=None, def_mem_per_gpu='auto',
+                          def_cpu_per_gpu='auto'):
     """``PartitionName=`` lines: ``PartitionName=gpu Nodes=gpu[001-128] Default=YES MaxTime=INFINITE State=UP``.
 
     Each partition: ``name``, ``nodes`` and/or ``groups`` (selecting compute nodes), ``default`` (bool),
     ``max_time``, ``state`` and ``options`` (more slurm.conf partition parameters, ``{'OverSubscribe': 'NO'}``).
+    With ``nodes`` (the node table), GPU partitions get ``DefMemPerGPU``/``DefCpuPerGPU`` (gpu_defaults(); a
+    partition's ``def_mem_per_gpu``/``def_cpu_per_gpu`` override the cluster's, and its ``options`` win over both).
     Raises ValueError with the messages of check_slurm_vars() when a partition is invalid.
     """
     if compute_nodes is not None:
@@ -382,12 +523,22 @@ def slurm_partition_lines(partitions, groups, compute_nodes=None):
     lines = []
     for index, part in enumerate(partitions or []):
         members = select_hosts(part, groups, 'slurm_partitions[%d]' % index)
+        if nodes is not None:
+            # a node slurm.conf cannot define (no hardware facts: left out of this run, or a check run before Slurm
+            # is installed) cannot be in a partition either: slurmctld refuses an undefined node
+            defined = set(node['NodeName'] for node in nodes)
+            members = [name for name in members if name in defined]
         fields = ['PartitionName=%s' % part['name'], 'Nodes=%s' % hostlist_compress(members)]
         fields.append('Default=%s' % ('YES' if part.get('default') else 'NO'))
         if part.get('max_time') not in (None, ''):
             fields.append('MaxTime=%s' % part['max_time'])
         fields.append('State=%s' % (part.get('state') or 'UP'))
-        for key, value in sorted((part.get('options') or {}).items()):
+        options = {}
+        if nodes is not None:
+            options.update(gpu_defaults(members, nodes, part.get('def_mem_per_gpu', def_mem_per_gpu),
+                                        part.get('def_cpu_per_gpu', def_cpu_per_gpu)))
+        options.update(part.get('options') or {})
+        for key, value in sorted(options.items()):
             fields.append('%s=%s' % (key, _slurm_value(value)))
         lines.append(' '.join(fields))
     return lines

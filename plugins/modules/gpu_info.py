@@ -236,6 +236,15 @@ gpus:
       description: NVSwitch fabric C(Status) from C(nvidia-smi -q) (V(Success) when ready); V(null) when N/A.
       type: str
       sample: Success
+cpu_topology:
+  description:
+    - Each online CPU's package (socket) and core id from sysfs (C(/sys/devices/system/cpu/cpuN/topology)), sorted by
+      CPU id, so that CPU ids map to Slurm's core ids whatever the BIOS numbering (aicluster.infra.gres_conf).
+    - V(null) with O(topology=false) or when sysfs does not say.
+  returned: success
+  type: list
+  elements: dict
+  sample: [{cpu: 0, package: 0, core: 0}, {cpu: 1, package: 1, core: 0}]
 topology:
   description:
     - The parsed C(nvidia-smi topo -m) (C(devices), C(matrix), C(cpu_affinity), C(numa_affinity), C(nic_names)).
@@ -309,6 +318,32 @@ def _conditions(module, nvidia_smi):
     return None
 
 
+SYSFS_CPU = '/sys/devices/system/cpu'
+
+
+def read_cpu_topology(root=SYSFS_CPU):
+    """Every online CPU's package and core id from sysfs (``cpuN/topology/physical_package_id`` and ``core_id``),
+    sorted by CPU id; None when sysfs does not say (gres.conf then falls back to slurmd -C arithmetic)."""
+    out = []
+    try:
+        names = os.listdir(root)
+    except (IOError, OSError):
+        return None
+    for name in names:
+        if not name.startswith('cpu') or not name[3:].isdigit():
+            continue
+        try:
+            with open(os.path.join(root, name, 'topology', 'physical_package_id')) as handle:
+                package = int(handle.read().strip())
+            with open(os.path.join(root, name, 'topology', 'core_id')) as handle:
+                core = int(handle.read().strip())
+        except (IOError, OSError, ValueError):
+            continue  # an offline CPU has no topology directory
+        out.append({'cpu': int(name[3:]), 'package': package, 'core': core})
+    out.sort(key=lambda entry: entry['cpu'])
+    return out or None
+
+
 def _read_minors(rows):
     minors = {}
     for row in rows:
@@ -349,8 +384,10 @@ def main():
     condition_rows = _conditions(module, nvidia_smi)
 
     topology = None
+    cpu_topology = None
     if module.params['topology']:
         topology = _required(module, [nvidia_smi, 'topo', '-m'], 'nvidia-smi topo -m', parse_topo_matrix)
+        cpu_topology = read_cpu_topology()
 
     out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
     cuda_version, fabric = None, None
@@ -368,6 +405,7 @@ def main():
 
     facts = merge_gpu_facts(rows, topology=topology, health_rows=health_rows, minors=_read_minors(rows),
                             cuda_version=cuda_version, mig_devices=mig_devices, condition_rows=condition_rows, fabric=fabric)
+    facts['cpu_topology'] = cpu_topology
     module.exit_json(changed=False, **facts)
 
 

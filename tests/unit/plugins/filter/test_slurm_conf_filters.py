@@ -38,7 +38,7 @@ def test_the_table_through_the_filters():
     table = FILTERS['slurm_nodes'](names, records, [{'name': 'h100', 'groups': ['slurm_compute'], 'features': ['h100']}], groups)
     assert FILTERS['slurm_node_lines'](table) == [
         'NodeName=gpu[01-03] CPUs=2 Boards=1 SocketsPerBoard=1 CoresPerSocket=2 ThreadsPerCore=1 RealMemory=24105 '
-        'Gres=gpu:h100:8 Feature=h100 State=UNKNOWN']
+        'Gres=gpu:h100:8 Feature=h100 MemSpecLimit=4096 State=UNKNOWN']
     assert FILTERS['slurm_partition_lines']([{'name': 'gpu', 'groups': ['slurm_compute'], 'default': True}], groups, names) == [
         'PartitionName=gpu Nodes=gpu[01-03] Default=YES State=UP']
     assert FILTERS['slurm_node_group_of']([{'name': 'h100', 'groups': ['slurm_compute']}], 'gpu02', groups)['name'] == 'h100'

@@ -20,6 +20,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math impor
     ipoib_address,
     link_rate_gbps,
     nccl_env,
+    slurm_core_map,
 )
 
 
@@ -85,6 +86,47 @@ H100_LINES = ['Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-47', 'Name=gpu T
         'autodetect-node'])
 def test_gres_dgx_h100(kwargs, expected):
     assert gres_conf_lines(_dgx_h100(), **kwargs) == expected
+
+
+def _topology_linux(sockets=2, cores=48, threads=2):
+    """Linux's usual numbering: CPUs 0..95 are the first threads of the cores, socket by socket; 96.. their siblings."""
+    total = sockets * cores
+    return [{'cpu': thread * total + socket * cores + core, 'package': socket, 'core': core}
+            for thread in range(threads) for socket in range(sockets) for core in range(cores)]
+
+
+def _topology_interleaved(sockets=2, cores=48, threads=2):
+    """A BIOS that interleaves sockets: CPU 0 on socket 0, CPU 1 on socket 1, ...; siblings after every first thread."""
+    total = sockets * cores
+    return [{'cpu': thread * total + core * sockets + socket, 'package': socket, 'core': core}
+            for thread in range(threads) for socket in range(sockets) for core in range(cores)]
+
+
+def test_slurm_core_map_linux_numbering():
+    mapping = slurm_core_map(_topology_linux())
+    assert mapping[0] == 0 and mapping[96] == 0 and mapping[47] == 47 and mapping[48] == 48 and mapping[191] == 95
+
+
+def test_slurm_core_map_socket_interleaved_numbering():
+    """CPU 1 is socket 1's first core: Slurm core 48, not core 1 as sibling = cpu + total_cores would say."""
+    mapping = slurm_core_map(_topology_interleaved())
+    assert mapping[0] == 0 and mapping[2] == 1 and mapping[1] == 48 and mapping[3] == 49 and mapping[96] == 0
+    assert sorted(set(mapping.values())) == list(range(96))
+
+
+def test_gres_cores_from_the_kernel_topology():
+    info = _dgx_h100()
+    assert gres_conf_lines(info, cpu_topology=_topology_linux()) == H100_LINES
+    # socket-interleaved: socket 0 owns the even CPUs; its GPUs' affinity lists them
+    even = ','.join(str(cpu) for cpu in range(0, 192, 2))
+    odd = ','.join(str(cpu) for cpu in range(1, 192, 2))
+    info = {'gpus': [_gpu(index, even if index < 4 else odd) for index in range(8)]}
+    assert gres_conf_lines(info, cpu_topology=_topology_interleaved()) == H100_LINES
+    # the arithmetic guess gets it wrong on that numbering (every GPU on every core)
+    assert gres_conf_lines(info, threads_per_core=2, sockets=2, cores_per_socket=48) != H100_LINES
+    # a CPU the topology does not list (an affinity the node does not have): no Cores= at all
+    assert gres_conf_lines(_dgx_h100(), cpu_topology=_topology_linux(sockets=1)) == [
+        'Name=gpu Type=h100 File=/dev/nvidia[0-7]']
 
 
 def test_gres_no_ht_host():

@@ -13,11 +13,13 @@ from ansible_collections.aicluster.infra.plugins.module_utils.errors import Pars
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
     check_slurm_vars,
+    gpu_defaults,
     gpu_info_for_node,
     known_nodes,
     node_gres,
     node_group_of,
     node_record,
+    node_spec,
     parse_slurm_conf,
     parse_slurmd_c,
     restart_reasons,
@@ -86,7 +88,7 @@ def test_identical_hardware_shares_one_compressed_line():
     table = slurm_nodes(names, [_record(name) for name in names])
     assert slurm_node_lines(table) == [
         'NodeName=gpu[001-128] CPUs=192 Boards=1 SocketsPerBoard=2 CoresPerSocket=48 ThreadsPerCore=2 '
-        'RealMemory=2063937 Gres=gpu:h100:8 State=UNKNOWN']
+        'RealMemory=2063937 Gres=gpu:h100:8 CoreSpecCount=2 MemSpecLimit=32768 State=UNKNOWN']
 
 
 def test_different_hardware_features_and_weights_get_their_own_lines_in_name_order():
@@ -198,3 +200,112 @@ def test_affinity_the_node_does_not_have_is_dropped():
     dropped = gpu_info_for_node(info, gpus=1, cpus=2)
     assert dropped['affinity_dropped'] and len(dropped['gpus']) == 1 and dropped['gpus'][0]['cpu_affinity'] is None
     assert info['gpus'][0]['cpu_affinity'] == '0-55,112-167'
+
+
+# ---------------------------------------------------------------------------
+# What a node keeps for itself, and what a GPU job gets when it does not ask
+# ---------------------------------------------------------------------------
+
+def _lab(name):
+    record = parse_slurmd_c(SLURMD_C_LAB.replace('probe', name))
+    record['Gres'] = 'gpu:h100:8'
+    return record
+
+
+@pytest.mark.parametrize('slurmd_c, mem, cores, expected', [
+    # HGX H100 (2 x 48 cores, 2 TB): 2% is 41 GB, capped at 32 GiB; a core per socket
+    (SLURMD_C_HGX, 'auto', 'auto', (2, 32768)),
+    # the lab's 2-core, 24 GB container: the 4 GiB floor, no core (sockets under 16 cores)
+    (SLURMD_C_LAB, 'auto', 'auto', (0, 4096)),
+    # a 512 GB node: 2% = 10,485 MB
+    (SLURMD_C_HGX.replace('2063937', '524288'), 'auto', 'auto', (2, 10485)),
+    # a tiny node: the floor would be half the node or more, so nothing
+    (SLURMD_C_LAB.replace('24105', '6000'), 'auto', 'auto', (0, 0)),
+    (SLURMD_C_HGX, 0, '0', (0, 0)),
+    (SLURMD_C_HGX, '8192', 4, (4, 8192)),
+])
+def test_node_spec_keeps_memory_and_cores_for_the_node_daemons(slurmd_c, mem, cores, expected):
+    assert node_spec(parse_slurmd_c(slurmd_c), mem, cores) == expected
+
+
+def test_node_spec_refuses_to_leave_jobs_nothing():
+    with pytest.raises(ValueError, match='core_spec_count 96 leaves none of its 96 cores'):
+        node_spec(parse_slurmd_c(SLURMD_C_HGX), 'auto', 96)
+    with pytest.raises(ValueError, match='mem_spec_limit 24105 MB leaves none'):
+        node_spec(parse_slurmd_c(SLURMD_C_LAB), 24105, 0)
+    with pytest.raises(ValueError, match=r"mem_spec_limit must be auto or a whole number >= 0, got '4G'"):
+        node_spec(parse_slurmd_c(SLURMD_C_LAB), '4G', 0)
+
+
+def test_node_lines_carry_the_spec_and_a_group_may_override_it():
+    groups = [{'name': 'small', 'nodes': ['gpu2'], 'mem_spec_limit': 0, 'core_spec_count': 0}]
+    lines = slurm_node_lines(slurm_nodes(['gpu1', 'gpu2'], [_record('gpu1'), _record('gpu2')], groups, {}))
+    assert lines[0].endswith('Gres=gpu:h100:8 CoreSpecCount=2 MemSpecLimit=32768 State=UNKNOWN')
+    assert lines[1].endswith('Gres=gpu:h100:8 State=UNKNOWN')
+    table = slurm_nodes(['gpu1'], [_record('gpu1')], mem_spec_limit=16384, core_spec_count=1)
+    assert (table[0]['CoreSpecCount'], table[0]['MemSpecLimit']) == ('1', '16384')
+
+
+def test_gpu_jobs_get_a_share_of_the_smallest_gpu_node_by_default():
+    table = slurm_nodes(['gpu1', 'gpu2', 'cpu1'], [_record('gpu1'), _record('gpu2', memory=1031968), _record('cpu1', gres='')])
+    # gpu2 is the smaller: (1031968 - 20639) / 8 = 126416 MB; (192 - 2 x 2) / 8 = 23 CPUs per GPU
+    assert gpu_defaults(['gpu1', 'gpu2', 'cpu1'], table) == {'DefMemPerGPU': 126416, 'DefCpuPerGPU': 23}
+    assert gpu_defaults(['gpu1'], table) == {'DefMemPerGPU': (2063937 - 32768) // 8, 'DefCpuPerGPU': 23}
+    assert gpu_defaults(['cpu1'], table) == {}
+    assert gpu_defaults(['gpu1'], table, 0, 0) == {}
+    assert gpu_defaults(['gpu1'], table, 200000, 'auto') == {'DefMemPerGPU': 200000, 'DefCpuPerGPU': 23}
+
+
+def test_lab_nodes_get_memory_per_gpu_but_no_cpu_per_gpu():
+    """2 CPUs and 8 GPUs: a whole CPU per GPU would leave six GPUs that no job can have."""
+    table = slurm_nodes(['gpu01'], [_lab('gpu01')])
+    assert gpu_defaults(['gpu01'], table) == {'DefMemPerGPU': (24105 - 4096) // 8}
+
+
+def test_partition_lines_carry_the_gpu_defaults_and_options_win():
+    groups = {'gpu_nodes': ['gpu01', 'gpu02']}
+    table = slurm_nodes(['gpu01', 'gpu02'], [_lab('gpu01'), _lab('gpu02')])
+    partitions = [{'name': 'gpu', 'groups': ['gpu_nodes'], 'default': True},
+                  {'name': 'big', 'nodes': ['gpu01'], 'options': {'DefMemPerGPU': 4000}},
+                  {'name': 'none', 'nodes': ['gpu02'], 'def_mem_per_gpu': 0}]
+    assert slurm_partition_lines(partitions, groups, nodes=table) == [
+        'PartitionName=gpu Nodes=gpu[01-02] Default=YES State=UP DefMemPerGPU=2501',
+        'PartitionName=big Nodes=gpu01 Default=NO State=UP DefMemPerGPU=4000',
+        'PartitionName=none Nodes=gpu02 Default=NO State=UP',
+    ]
+
+
+def test_a_node_left_out_without_facts_is_in_no_line_and_no_partition():
+    """A node whose hardware falls short is left out of the run; unknown to Slurm, it cannot be defined."""
+    table = slurm_nodes(['gpu01', 'gpu02'], [_lab('gpu01'), None], optional=['gpu02'])
+    assert [node['NodeName'] for node in table] == ['gpu01']
+    lines = slurm_partition_lines([{'name': 'gpu', 'nodes': ['gpu[01-02]']}], {}, nodes=table)
+    assert lines[0].startswith('PartitionName=gpu Nodes=gpu01 ')
+    with pytest.raises(ValueError, match='no hardware facts for gpu02'):
+        slurm_nodes(['gpu01', 'gpu02'], [_lab('gpu01'), None])
+
+
+def test_resource_settings_are_checked_by_name():
+    groups = {'slurm_compute': ['gpu01']}
+    problems = check_slurm_vars(
+        [{'name': 'gpu', 'nodes': ['gpu01'], 'def_cpu_per_gpu': -1}],
+        [{'name': 'hgx', 'nodes': ['gpu01'], 'mem_spec_limit': '4G'}], ['gpu01'], groups,
+        settings={'slurm_mem_spec_limit': 'auto', 'slurm_core_spec_count': 'two', 'slurm_def_mem_per_gpu': 0,
+                  'slurm_def_cpu_per_gpu': '8'})
+    assert problems == [
+        "slurm_core_spec_count must be auto or a whole number >= 0, got 'two'",
+        'slurm_partitions[0] (gpu).def_cpu_per_gpu must be auto or a whole number >= 0, got -1',
+        "slurm_node_groups[0] (hgx).mem_spec_limit must be auto or a whole number >= 0, got '4G'",
+    ]
+
+
+def test_two_controllers_need_a_shared_state_directory():
+    settings = {'controllers': ['ctl01', 'ctl02'], 'slurm_state_save_shared': False,
+                'slurm_state_save_location': '/var/lib/slurm/slurmctld'}
+    problems = check_slurm_vars([], [], [], {}, settings=settings)
+    assert problems == [
+        'slurm_controller has 2 hosts (ctl01, ctl02) but slurm_state_save_shared is false: the backup takes over from '
+        "slurmctld's saved state, so slurm_state_save_location (/var/lib/slurm/slurmctld) must be one directory on shared "
+        'storage every controller mounts; mount it and set slurm_state_save_shared true, or list one controller']
+    assert check_slurm_vars([], [], [], {}, settings=dict(settings, slurm_state_save_shared=True)) == []
+    assert check_slurm_vars([], [], [], {}, settings=dict(settings, controllers=['ctl01'])) == []

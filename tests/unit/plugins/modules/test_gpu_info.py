@@ -227,3 +227,18 @@ def test_unparseable_output(run_module, which):
     assert result['failed'] is True
     assert 'could not be parsed' in result['msg']
     assert result['stdout'] == 'garbage\n' and result['rc'] == 0
+
+
+def test_cpu_topology_read_from_sysfs(tmp_path):
+    """Each online CPU's package and core id; an offline CPU (no topology directory) and other entries are skipped."""
+    for cpu, package, core in ((0, 0, 0), (1, 1, 0), (2, 0, 1), (3, 1, 1)):
+        topology = tmp_path / ('cpu%d' % cpu) / 'topology'
+        topology.mkdir(parents=True)
+        (topology / 'physical_package_id').write_text('%d\n' % package)
+        (topology / 'core_id').write_text('%d\n' % core)
+    (tmp_path / 'cpu4').mkdir()
+    (tmp_path / 'cpufreq').mkdir()
+    assert gpu_info.read_cpu_topology(str(tmp_path)) == [
+        {'cpu': 0, 'package': 0, 'core': 0}, {'cpu': 1, 'package': 1, 'core': 0},
+        {'cpu': 2, 'package': 0, 'core': 1}, {'cpu': 3, 'package': 1, 'core': 1}]
+    assert gpu_info.read_cpu_topology(str(tmp_path / 'missing')) is None

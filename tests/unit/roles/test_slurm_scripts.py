@@ -1,0 +1,143 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The slurm role's prolog and epilog: rendered with the role's defaults, valid bash, and the prolog's checks run
+against stand-in nvidia-smi, dmesg and scontrol commands (molecule/slurm runs both on lab nodes with real Slurm)."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+import yaml
+
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import FAIL_BUCKETS, XID_CATALOG
+
+ROLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'slurm')
+
+
+def _defaults():
+    with open(os.path.join(ROLE, 'defaults', 'main.yml'), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)
+
+
+def _render(name, **overrides):
+    variables = _defaults()
+    variables.update({'ansible_managed': 'Ansible managed', '__slurm_spool_dir': '/var/lib/slurm/slurmd',
+                      '__slurm_prolog_gpus': 8})
+    variables.update(overrides)
+    with open(os.path.join(ROLE, 'templates', 'etc', 'slurm', name + '.j2'), encoding='utf-8') as handle:
+        text = handle.read()
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+
+
+def test_the_default_fatal_xids_are_the_catalogs_reset_reboot_and_support_buckets():
+    """The prolog and the verify stage's gpu.xid fail the same Xids."""
+    expected = sorted(code for code, (bucket, _name) in XID_CATALOG.items() if bucket in FAIL_BUCKETS)
+    assert sorted(_defaults()['slurm_fatal_xids']) == expected
+
+
+@pytest.mark.parametrize('name', ['prolog.sh', 'epilog.sh'])
+def test_scripts_render_to_valid_bash(name, tmp_path):
+    script = tmp_path / name
+    script.write_text(_render(name))
+    subprocess.run(['bash', '-n', str(script)], check=True)
+    if shutil.which('shellcheck'):
+        subprocess.run(['shellcheck', '-s', 'bash', '-S', 'warning', str(script)], check=True)
+
+
+def test_the_epilog_never_waits_for_the_gpu_daemons():
+    text = _render('epilog.sh')
+    # /proc/PID/comm holds 15 characters: nvidia-persistenced shows as nvidia-persiste
+    assert 'daemons=" nvidia-persiste nv-hostengine dcgm-exporter "' in text
+
+
+def _tool(directory, name, body):
+    path = directory / name
+    path.write_text('#!/bin/sh\n' + body + '\n')
+    path.chmod(path.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.fixture
+def prolog(tmp_path):
+    """Run the rendered prolog with stand-in tools: returns (rc, what scontrol was asked, what was logged)."""
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    spool = tmp_path / 'spool'
+    spool.mkdir()
+    calls = tmp_path / 'calls'
+    _tool(bin_dir, 'scontrol', 'echo "scontrol $*" >> %s' % calls)
+    _tool(bin_dir, 'logger', 'cat >> %s' % calls)
+
+    def run(smi, dmesg='', timeout=10, **overrides):
+        _tool(bin_dir, 'nvidia-smi', smi)
+        _tool(bin_dir, 'dmesg', "cat <<'END'\n%sEND" % dmesg)
+        script = tmp_path / 'prolog.sh'
+        text = _render('prolog.sh', __slurm_spool_dir=str(spool), slurm_prolog_nvidia_smi_timeout=timeout, **overrides)
+        # the script sets its own PATH (slurmd gives it none): the stand-ins go first
+        script.write_text(text.replace('export PATH=', 'export PATH=%s:' % bin_dir, 1))
+        env = {'PATH': '%s:/usr/bin:/bin' % bin_dir, 'SLURMD_NODENAME': 'gpu07', 'SLURM_JOB_ID': '42'}
+        done = subprocess.run(['bash', str(script)], env=env, capture_output=True, text=True, timeout=60)
+        said = calls.read_text() if calls.exists() else ''
+        if calls.exists():
+            calls.unlink()
+        return done.returncode, said
+    return run
+
+
+HEALTHY = ('cat <<END\n' + ''.join('%d, No, [N/A]\n' % index for index in range(8)) + 'END')
+XID_79 = '[ 100.000001] NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus.\n'
+XID_13 = '[ 100.000001] NVRM: Xid (PCI:0000:1b:00): 13, pid=123, Graphics Exception\n'
+
+
+def test_a_healthy_node_passes_without_calling_slurm(prolog):
+    assert prolog(HEALTHY) == (0, '')
+
+
+def test_a_missing_gpu_drains_with_a_reason(prolog):
+    smi = 'cat <<END\n' + ''.join('%d, No, [N/A]\n' % index for index in range(7)) + 'END'
+    rc, said = prolog(smi)
+    assert rc == 1
+    assert 'scontrol update NodeName=gpu07 State=DRAIN Reason=prolog: nvidia-smi sees 7 of 8 GPUs' in said
+    assert 'prolog: job 42: nvidia-smi sees 7 of 8 GPUs' in said
+
+
+def test_a_pending_row_remap_drains(prolog):
+    smi = 'cat <<END\n' + ''.join('%d, %s, [N/A]\n' % (index, 'Yes' if index == 3 else 'No') for index in range(8)) + 'END'
+    rc, said = prolog(smi)
+    assert rc == 1 and 'Reason=prolog: GPU 3: row remap or page retirement pending, reset the GPU' in said
+
+
+def test_a_hung_nvidia_smi_drains_after_the_timeout(prolog):
+    rc, said = prolog('sleep 30', timeout=1)
+    assert rc == 1 and 'Reason=prolog: nvidia-smi did not answer in 1 s' in said
+
+
+def test_a_failing_nvidia_smi_drains_with_its_message(prolog):
+    rc, said = prolog('echo "NVIDIA-SMI has failed because it could not communicate with the NVIDIA driver."; exit 9')
+    assert rc == 1 and 'Reason=prolog: nvidia-smi failed (exit 9): NVIDIA-SMI has failed because' in said
+
+
+def test_only_a_new_fatal_xid_drains(prolog):
+    # the first job only sets the cursor, whatever the log holds
+    assert prolog(HEALTHY, dmesg=XID_79) == (0, '')
+    assert prolog(HEALTHY, dmesg=XID_79) == (0, '')
+    # an application's Xid 13 is not fatal
+    assert prolog(HEALTHY, dmesg=XID_79 + XID_13) == (0, '')
+    rc, said = prolog(HEALTHY, dmesg=XID_79 + XID_13 + XID_79.replace('1b:00', '2c:00'))
+    assert rc == 1 and 'Reason=prolog: new fatal Xid: Xid (PCI:0000:2c:00): 79, pid=0, GPU has fallen off the bus.' in said
+    # counted once: the next job passes (an operator resumed the node after a reset)
+    assert prolog(HEALTHY, dmesg=XID_79 + XID_13 + XID_79.replace('1b:00', '2c:00')) == (0, '')
+
+
+def test_each_check_can_be_switched_off(prolog):
+    checks = {'device_files': True, 'nvidia_smi': False, 'xid': False}
+    assert prolog('exit 1', slurm_prolog_checks=checks) == (0, '')
