@@ -23,6 +23,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import 
     slurm_nodes,
     slurm_partition_lines,
 )
+from ansible_collections.aicluster.infra.plugins.module_utils.slurm_topology import decide_topology, topology_reads
 
 
 def _call(name, function, *args, **kwargs):
@@ -85,6 +86,14 @@ def _slurm_conf_restart_reasons(old_text, new_text):
     return _call('slurm_conf_restart_reasons', restart_reasons, old_text or '', new_text)
 
 
+def _slurm_topology(nodes, plugin, **kwargs):
+    return _call('slurm_topology', decide_topology, nodes, plugin, **kwargs)
+
+
+def _slurm_topology_reads(ib_infos, hcas=None, port=1, host=None):
+    return _call('slurm_topology_reads', topology_reads, ib_infos, hcas=hcas or None, port=port, host=host or None)
+
+
 class FilterModule(object):
     """aicluster.infra slurm.conf filters."""
 
@@ -99,4 +108,6 @@ class FilterModule(object):
             'slurm_partition_lines': _slurm_partition_lines,
             'slurm_vars_problems': _slurm_vars_problems,
             'slurm_conf_restart_reasons': _slurm_conf_restart_reasons,
+            'slurm_topology': _slurm_topology,
+            'slurm_topology_reads': _slurm_topology_reads,
         }

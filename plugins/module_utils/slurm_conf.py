@@ -40,7 +40,7 @@ _RESTART_NAMES = (
     'BackupController', 'SlurmctldPort', 'SlurmdPort', 'SlurmctldAddr', 'SlurmUser', 'SlurmdUser',
     'StateSaveLocation', 'SlurmdSpoolDir', 'PluginDir', 'SelectType', 'SelectTypeParameters', 'ProctrackType',
     'TaskPlugin', 'SwitchType', 'GresTypes', 'JobAcctGatherType', 'AccountingStorageType', 'AccountingStorageHost',
-    'AccountingStoragePort', 'AccountingStorageTRES', 'MpiDefault', 'LaunchType', 'TopologyPlugin', 'PrologFlags',
+    'AccountingStoragePort', 'AccountingStorageTRES', 'AccountingStorageEnforce', 'MpiDefault', 'LaunchType', 'TopologyPlugin', 'PrologFlags',
     'PreemptType', 'PriorityType', 'SchedulerType', 'CliFilterPlugins', 'JobSubmitPlugins', 'TreeWidth',
     'FirstJobId', 'MaxJobCount', 'SlurmctldPidFile', 'SlurmdPidFile', 'CommunicationParameters',
 )
