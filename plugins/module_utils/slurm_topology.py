@@ -250,7 +250,7 @@ def tree_topology(links, nodes, identity=None, prefix='su', hcas=None, fabric=No
         groups.append({'name': name, 'nodes': hostlist, 'count': len(unit['nodes']),
                        'leaves': sorted(unit['leaves'].values())})
         if len(units) > 1 and len(unit['leaves']) > common:
-            notes.append('%s (%s) spans %d leaf switches where most units span %d: a cable from one scalable unit to '
+            notes.append('%s (%s) spans %d leaf switches where most units span %s: a cable from one scalable unit to '
                          'a leaf of another joins them into one; the verify stage (fabric.rail) names the HCA'
                          % (name, hostlist, len(unit['leaves']), common))
     if unplaced and units:

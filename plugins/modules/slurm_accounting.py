@@ -350,8 +350,9 @@ def main():
             rc, out, err = module.run_command(argv, environ_update=ENVIRON)
             out, err = out or '', err or ''
             if rc != 0:
-                _fail(module, 'sacctmgr %s %s failed with rc=%d' % (argv[2], argv[3], rc), argv, rc, out, err,
-                      **dict(result, cmds=cmds[:number + 1]))
+                ran = dict(result)
+                ran['cmds'] = cmds[:number + 1]
+                _fail(module, 'sacctmgr %s %s failed with rc=%d' % (argv[2], argv[3], rc), argv, rc, out, err, **ran)
         left = plan(read(module, sacctmgr, cluster), want, cluster)
         if left['changes'] or left['problems']:
             module.fail_json(msg='sacctmgr ran every command but slurmdbd still differs: %s'
