@@ -58,8 +58,10 @@ RAIL_MTU = {'Ethernet': 9000, 'InfiniBand': 4092}
 RAIL_SUFFIX = {'Ethernet': 'roce', 'InfiniBand': 'ib'}
 SSH_KEY = os.path.join(STATE, 'ssh', 'id_ed25519')
 # Capabilities beyond podman's defaults: sshd's PAM audit records, ping -M do
-# (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles.
-CAPABILITIES = ['AUDIT_WRITE', 'NET_RAW', 'MKNOD', 'NET_ADMIN']
+# (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles,
+# and root reading other users' /proc/PID/fd as on a real node (the Slurm epilog finds a
+# job's leftover processes on its GPUs there).
+CAPABILITIES = ['AUDIT_WRITE', 'NET_RAW', 'MKNOD', 'NET_ADMIN', 'SYS_PTRACE']
 
 
 def log(msg):
