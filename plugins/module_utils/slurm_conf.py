@@ -598,6 +598,38 @@ def known_nodes(text):
     return dict((name, values) for name, values in nodes.items() if all(key in values for key in HARDWARE_KEYS))
 
 
+# From Slurm 23.11 on, ``scontrol reconfigure`` re-reads the node definitions: nodes added to or removed from
+# slurm.conf need no daemon restart (slurm.conf(5) "NodeName"; SchedMD's "Add/Remove Nodes" FAQ). Before it,
+# slurmctld and every slurmd must restart, slurmd because it forwards messages along its own slurm.conf's node list.
+RECONFIGURE_ADDS_NODES = (23, 11)
+_VERSION = re.compile(r'(?<![0-9.])([0-9]{2})\.([0-9]{1,2})(?:\.([0-9]+))?')
+
+
+def parse_slurm_version(text):
+    """``slurmd -V``/``slurmctld -V`` (``slurm 22.05.8``, ``slurm-wlm 22.05.8``) -> ``(22, 5, 8)``; None when no
+    version is printed."""
+    match = _VERSION.search(text or '')
+    if not match:
+        return None
+    return tuple(int(part) for part in match.groups() if part is not None)
+
+
+def daemon_action(old_text, new_text, version=None):
+    """What a daemon running with slurm.conf ``old_text`` needs to take ``new_text``, on Slurm ``version``
+    (a tuple; None when unknown, read as the oldest supported, 22.05).
+
+    Returns ``(action, reasons)``: ``('none', [])`` for the same bytes, ``('reconfigure', [])`` when
+    ``scontrol reconfigure`` applies it (or there was no old file: the daemon starts with the new one), and
+    ``('restart', reasons)`` otherwise. Node definitions alone need no restart from 23.11 on.
+    """
+    if old_text == new_text:
+        return 'none', []
+    reasons = restart_reasons(old_text, new_text)
+    if version is not None and tuple(version[:2]) >= RECONFIGURE_ADDS_NODES:
+        reasons = [reason for reason in reasons if reason != 'node definitions']
+    return ('restart' if reasons else 'reconfigure'), reasons
+
+
 def restart_reasons(old_text, new_text):
     """Why replacing slurm.conf ``old_text`` with ``new_text`` needs the daemons restarted, not reconfigured.
 

@@ -376,6 +376,10 @@ def _finish(out):
 # The role's calls
 # ---------------------------------------------------------------------------
 
+# The cacheable fact the slurm role records on each compute node with its adapters (``{'hcas': ...}`` of ib_info)
+RECORDED_IB_VAR = 'slurm_topology_ib'
+
+
 def _usable(result):
     return isinstance(result, Mapping) and result and not result.get('failed') and not result.get('skipped')
 
@@ -406,7 +410,8 @@ def decide_topology(nodes, plugin, fabric=None, ib_infos=None, identity=None, bl
     'unplaced'}``.
 
     ``plugin``: ``topology/tree`` (from ``fabric``, the fabric_info result; the nodes' GUIDs from ``identity`` or
-    from ``ib_infos``, node -> ib_info result) or ``topology/block`` (``blocks``: node -> NVLink domain id, else
+    from ``ib_infos``, node -> ib_info result, and for the nodes not in it from their ``slurm_topology_ib`` fact in
+    ``hostvars``) or ``topology/block`` (``blocks``: node -> NVLink domain id, else
     each node's ``block_var`` in ``hostvars``). ``problems`` make the file wrong or refused: the role stops on them.
     """
     if plugin not in PLUGINS:
@@ -419,7 +424,16 @@ def decide_topology(nodes, plugin, fabric=None, ib_infos=None, identity=None, bl
             raise ValueError('topology/tree needs the fabric, and fabric_info failed: %s' % fabric.get('msg'))
         fabric = fabric if _usable(fabric) else None
         if identity is None:
-            identity = dict((node, identity_of(info)) for node, info in (ib_infos or {}).items() if _usable(info))
+            infos = dict((node, info) for node, info in (ib_infos or {}).items() if _usable(info))
+            # a node outside this play (a run limited with --limit) is found by the ports recorded when it last was
+            # in one (the cacheable fact slurm_topology_ib), as its hardware is for slurm.conf
+            for node in nodes:
+                if node not in infos and hostvars is not None and node in hostvars:
+                    host = hostvars[node]
+                    recorded = host.get(RECORDED_IB_VAR) if hasattr(host, 'get') else None
+                    if _usable(recorded):
+                        infos[node] = recorded
+            identity = dict((node, identity_of(info)) for node, info in infos.items())
         out = tree_topology((fabric or {}).get('links') or [], nodes, identity, switch_prefix, hcas, fabric)
     out['plugin'] = plugin
     return out

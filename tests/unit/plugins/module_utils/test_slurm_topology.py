@@ -136,6 +136,29 @@ def test_guids_win_over_descriptions():
     assert out['unplaced'] == ['gpu05']
 
 
+def _ib_info(hcas):
+    """An ib_info result with these HCAs' port GUIDs (``identity`` of one node)."""
+    return {'changed': False, 'hcas': [{'name': hca, 'node_guid': None, 'ports': [{'port_guid': guid} for guid in guids]}
+                                       for hca, guids in sorted(hcas.items())]}
+
+
+def test_nodes_outside_a_limited_run_are_found_by_the_ports_they_recorded():
+    # "localhost HCA-N" descriptions name no node: only GUIDs tell them apart. A run limited to gpu08 (the node being
+    # added) reads ib_info there only; the others come from the fact they recorded in earlier runs (fact cache).
+    links, identity = _rail_optimized([SU1, SU2], description='localhost HCA-{n}')
+    hostvars = dict((node, {'slurm_topology_ib': _ib_info(identity[node])}) for node in SU1 + SU2[:-1])
+    ib_infos = {'gpu08': _ib_info(identity['gpu08'])}
+    out = topo.decide_topology(SU1 + SU2, 'topology/tree', fabric={'links': links}, ib_infos=ib_infos, hostvars=hostvars)
+    assert [group['nodes'] for group in out['groups']] == ['gpu[01-04]', 'gpu[05-08]'] and out['unplaced'] == []
+    # without the recorded ports they would all fall out of their scalable units
+    out = topo.decide_topology(SU1 + SU2, 'topology/tree', fabric={'links': links}, ib_infos=ib_infos, hostvars={})
+    assert out['unplaced'] == SU1 + SU2[:-1]
+    # a record of a read that failed is not used
+    hostvars['gpu01'] = {'slurm_topology_ib': {'failed': True, 'msg': 'ibstat'}}
+    out = topo.decide_topology(SU1 + SU2, 'topology/tree', fabric={'links': links}, ib_infos=ib_infos, hostvars=hostvars)
+    assert out['unplaced'] == ['gpu01']
+
+
 def test_a_node_missing_from_the_fabric_goes_under_its_own_switch_below_the_spine():
     links, identity = _rail_optimized([SU1])
     nodes = SU1 + ['gpu09']
