@@ -13,6 +13,7 @@ from ansible.module_utils.six.moves.collections_abc import Mapping
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
     check_slurm_vars,
+    gpu_fit,
     gpu_info_for_node,
     known_nodes,
     node_group_of,
@@ -86,6 +87,10 @@ def _slurm_conf_restart_reasons(old_text, new_text):
     return _call('slurm_conf_restart_reasons', restart_reasons, old_text or '', new_text)
 
 
+def _slurm_gpu_fit(hosts, hostvars, node_groups, groups):
+    return _call('slurm_gpu_fit', gpu_fit, hosts, hostvars, node_groups, groups)
+
+
 def _slurm_topology(nodes, plugin, **kwargs):
     return _call('slurm_topology', decide_topology, nodes, plugin, **kwargs)
 
@@ -103,6 +108,7 @@ class FilterModule(object):
             'slurm_node_record': _slurm_node_record,
             'slurm_nodes': _slurm_nodes,
             'slurm_node_group_of': _slurm_node_group_of,
+            'slurm_gpu_fit': _slurm_gpu_fit,
             'slurm_usable_gpus': _slurm_usable_gpus,
             'slurm_node_lines': _slurm_node_lines,
             'slurm_partition_lines': _slurm_partition_lines,

@@ -15,6 +15,8 @@ __metaclass__ = type
 
 import re
 
+from ansible.module_utils.six.moves.collections_abc import Mapping
+
 from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import cpulist_parse, gpu_type_name
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_expand, hostlist_sort_key
@@ -322,6 +324,38 @@ def _group_index(node_groups, groups):
         for host in select_hosts(group, groups, 'slurm_node_groups[%d]' % number):
             index.setdefault(host, group)
     return index
+
+
+def gpu_fit(hosts, hostvars, node_groups, groups):
+    """Which compute nodes of a play fall short of their hardware group's GPU count, and which groups fit none.
+
+    ``hosts``: the compute nodes of the play; ``hostvars``: each one's ``__slurm_gpu_info`` (the gpu_info result,
+    skipped or absent where nvidia-smi is missing). A node with fewer GPUs than its group's ``gpus`` is unfit (left
+    out of the run and drained). A group with two or more nodes in the play, none of which fits, is a wrong
+    variable, not broken nodes. Returns ``{'unfit': {node: reason}, 'wrong': [sentence per group]}``.
+    """
+    index = _group_index(node_groups, groups or {})
+    unfit, members = {}, {}
+    for host in hosts or []:
+        group = index.get(host)
+        if group is None or group.get('gpus') is None:
+            continue
+        declared = int(group['gpus'])
+        host_vars = hostvars[host] if host in hostvars else {}
+        info = host_vars.get('__slurm_gpu_info') if hasattr(host_vars, 'get') else None
+        info = info if isinstance(info, Mapping) else {}
+        found = len(info.get('gpus') or [])
+        members.setdefault(group['name'], []).append(host)
+        if found < declared:
+            unfit[host] = '%d of %d GPUs (slurm_node_groups %s)%s' % (
+                found, declared, group['name'], '' if 'gpus' in info else ', no nvidia-smi')
+    wrong = []
+    for group in node_groups or []:
+        names = members.get(group['name'], [])
+        if len(names) > 1 and all(name in unfit for name in names):
+            wrong.append('slurm_node_groups (%s).gpus is %s but none of its %d nodes in this play has that many (%s)'
+                         % (group['name'], group['gpus'], len(names), '; '.join(unfit[name] for name in names)))
+    return {'unfit': unfit, 'wrong': wrong}
 
 
 # ---------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import pytest
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_expand
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
+    gpu_fit,
     check_slurm_vars,
     gpu_defaults,
     gpu_info_for_node,
@@ -309,3 +310,42 @@ def test_two_controllers_need_a_shared_state_directory():
         'storage every controller mounts; mount it and set slurm_state_save_shared true, or list one controller']
     assert check_slurm_vars([], [], [], {}, settings=dict(settings, slurm_state_save_shared=True)) == []
     assert check_slurm_vars([], [], [], {}, settings=dict(settings, controllers=['ctl01'])) == []
+
+
+# ---- nodes short of GPUs (gpu_fit): left out and drained, or the variable is wrong
+
+def _found_gpus(count):
+    return {'__slurm_gpu_info': {'changed': False, 'gpus': [{'index': n} for n in range(count)]}}
+
+
+FIT_GROUPS = {'gpu_nodes': ['gpu01', 'gpu02', 'gpu03'], 'cpu_nodes': ['cpu01'], 'slurm_compute': ['gpu01', 'gpu02', 'gpu03', 'cpu01']}
+
+
+def test_a_node_short_of_gpus_is_unfit_and_the_others_fit():
+    hostvars = {'gpu01': _found_gpus(8), 'gpu02': _found_gpus(8), 'gpu03': _found_gpus(7), 'cpu01': {}}
+    groups = [{'name': 'hgx', 'groups': ['gpu_nodes'], 'gpus': 8}, {'name': 'cpu', 'groups': ['cpu_nodes']}]
+    out = gpu_fit(['gpu01', 'gpu02', 'gpu03', 'cpu01'], hostvars, groups, FIT_GROUPS)
+    assert out == {'unfit': {'gpu03': '7 of 8 GPUs (slurm_node_groups hgx)'}, 'wrong': []}
+
+
+def test_a_node_without_nvidia_smi_says_so():
+    hostvars = {'gpu01': _found_gpus(8), 'gpu02': {'__slurm_gpu_info': {'skipped': True}}, 'gpu03': {}}
+    out = gpu_fit(['gpu01', 'gpu02', 'gpu03'], hostvars, [{'name': 'hgx', 'groups': ['gpu_nodes'], 'gpus': 8}], FIT_GROUPS)
+    assert out['unfit'] == {'gpu02': '0 of 8 GPUs (slurm_node_groups hgx), no nvidia-smi',
+                            'gpu03': '0 of 8 GPUs (slurm_node_groups hgx), no nvidia-smi'}
+    assert out['wrong'] == []
+
+
+def test_a_group_that_fits_none_of_its_nodes_is_a_wrong_variable():
+    hostvars = dict((host, _found_gpus(8)) for host in FIT_GROUPS['gpu_nodes'])
+    out = gpu_fit(FIT_GROUPS['gpu_nodes'], hostvars, [{'name': 'big', 'groups': ['gpu_nodes'], 'gpus': 16}], FIT_GROUPS)
+    assert out['wrong'] == ['slurm_node_groups (big).gpus is 16 but none of its 3 nodes in this play has that many '
+                            '(8 of 16 GPUs (slurm_node_groups big); 8 of 16 GPUs (slurm_node_groups big); '
+                            '8 of 16 GPUs (slurm_node_groups big))']
+    # one node alone in the play (a run limited to it) is a node fault, never a wrong variable
+    assert gpu_fit(['gpu01'], hostvars, [{'name': 'big', 'groups': ['gpu_nodes'], 'gpus': 16}], FIT_GROUPS)['wrong'] == []
+
+
+def test_no_gpu_count_declared_means_every_node_fits():
+    out = gpu_fit(['gpu01', 'gpu02'], {'gpu01': _found_gpus(0), 'gpu02': {}}, [{'name': 'hgx', 'groups': ['gpu_nodes']}], FIT_GROUPS)
+    assert out == {'unfit': {}, 'wrong': []}
