@@ -12,6 +12,7 @@ import os
 import shutil
 import stat
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -54,10 +55,64 @@ def test_scripts_render_to_valid_bash(name, tmp_path):
         subprocess.run(['shellcheck', '-s', 'bash', '-S', 'warning', str(script)], check=True)
 
 
-def test_the_epilog_never_waits_for_the_gpu_daemons():
+def test_the_epilog_names_the_gpu_daemons_as_proc_shows_them():
     text = _render('epilog.sh')
     # /proc/PID/comm holds 15 characters: nvidia-persistenced shows as nvidia-persiste
     assert 'daemons=" nvidia-persiste nv-hostengine dcgm-exporter "' in text
+
+
+def _alive(proc):
+    return proc.poll() is None
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which('setpriv'), reason='needs root and setpriv (util-linux)')
+def test_the_epilog_kills_the_job_users_leftover_and_leaves_daemons_and_others(tmp_path):
+    """Real processes hold stand-in GPU device files: a persistence daemon (root, every GPU), the job user's leftover
+    (nobody) and another user's process on the job's GPU. The epilog kills the leftover only and ends at once."""
+    dev = tmp_path / 'dev'
+    dev.mkdir()
+    for index in range(4):
+        (dev / ('nvidia%d' % index)).write_text('')
+    daemon = tmp_path / 'nvidia-persistenced'
+    shutil.copy(shutil.which('sleep'), str(daemon))
+    bin_dir = tmp_path / 'bin'
+    bin_dir.mkdir()
+    logged = tmp_path / 'logged'
+    _tool(bin_dir, 'logger', 'cat >> %s' % logged)
+    # the daemon holds every GPU, for its whole life
+    holders = ' '.join('%d<%s/nvidia%d' % (3 + index, dev, index) for index in range(4))
+    procs = {
+        'daemon': subprocess.Popen(['bash', '-c', 'exec %s; exec %s 300' % (holders, daemon)]),
+        # opened as root, then run as the job's user (nobody) or as someone else (uid 4343)
+        'leftover': subprocess.Popen(['bash', '-c', 'exec 3<%s/nvidia1; exec setpriv --reuid=65534 --regid=65534 '
+                                      '--clear-groups sleep 300' % dev]),
+        'other': subprocess.Popen(['bash', '-c', 'exec 3<%s/nvidia1; exec setpriv --reuid=4343 --regid=4343 '
+                                   '--clear-groups sleep 300' % dev]),
+    }
+    try:
+        deadline = time.time() + 10
+        while time.time() < deadline and not all(
+                os.path.exists('/proc/%d/fd/3' % proc.pid) and os.readlink('/proc/%d/fd/3' % proc.pid).startswith(str(dev))
+                for proc in procs.values()):
+            time.sleep(0.05)
+        script = tmp_path / 'epilog.sh'
+        text = _render('epilog.sh', slurm_epilog_gpu_release_timeout=5).replace('/dev/nvidia', '%s/nvidia' % dev)
+        script.write_text(text.replace('export PATH=', 'export PATH=%s:' % bin_dir, 1))
+        env = {'PATH': '%s:/usr/bin:/bin' % bin_dir, 'SLURM_JOB_GPUS': '1', 'SLURM_JOB_ID': '42', 'SLURM_JOB_USER': 'nobody'}
+        started = time.time()
+        done = subprocess.run(['bash', str(script)], env=env, capture_output=True, text=True, timeout=60, check=False)
+        elapsed = time.time() - started
+        procs['leftover'].wait(timeout=5)
+        assert done.returncode == 0, done.stderr
+        assert elapsed < 3, 'the epilog waited %.1f s' % elapsed
+        assert not _alive(procs['leftover']) and procs['leftover'].returncode == -9
+        assert _alive(procs['daemon']) and _alive(procs['other'])
+        assert not logged.exists() or 'still held' not in logged.read_text()
+    finally:
+        for proc in procs.values():
+            if _alive(proc):
+                proc.kill()
+                proc.wait()
 
 
 def _tool(directory, name, body):
