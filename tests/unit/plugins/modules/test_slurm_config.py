@@ -71,7 +71,7 @@ def test_a_node_that_missed_a_node_addition_restarts_on_22_05(run_module, tmp_pa
     assert result['version'] == '22.05.8' and calls == [['/usr/bin/slurmd', '-V']]
     assert path.read_text() == ADDED and stat.S_IMODE(os.stat(str(path)).st_mode) == 0o644
     assert result['diff']['before'] == CONF and result['diff']['after'] == ADDED
-    assert [name for name in os.listdir(str(tmp_path))] == ['slurm.conf']  # no temporary file left
+    assert os.listdir(str(tmp_path)) == ['slurm.conf']  # no temporary file left
 
 
 def test_the_same_addition_is_a_reconfigure_on_23_11(run_module, tmp_path):
