@@ -18,9 +18,9 @@ description:
     names are the inventory names, it lets a run target what Slurm sees, for example re-verify the nodes the verify
     gate drained - C(ansible-playbook playbooks/verify.yml --limit slurm_drained_by_aicluster).
   - "Groups, each prefixed with O(prefix): C(nodes); C(state_<state>) (C(idle), C(allocated), C(mixed), C(down), ...);
-    C(drain); C(not_responding); C(drained_by_aicluster) (reason set by this collection - C(aicluster:) from the
-    verify gate and the health check, C(aicluster-slurm:) from the slurm role, C(prolog:) from the prolog) and
-    C(drained_by_others); C(in_service); C(partition_<name>)."
+    C(drain); C(not_responding); C(drained_by_aicluster) (reason C(aicluster:) - the verify gate's and the health
+    check's drains, which a passing verify run lifts); C(drained_by_slurm_role) (C(aicluster-slurm:), lifted by the
+    slurm stage); C(drained_by_others); C(in_service); C(partition_<name>)."
   - "Host variables: C(<prefix>state) (as Slurm prints it), C(<prefix>reason) (without Slurm's [user@time] stamp),
     C(<prefix>partitions)."
   - The configuration file name must end in C(slurm_nodes.yml) or C(slurm_nodes.yaml).

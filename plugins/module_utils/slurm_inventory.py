@@ -14,9 +14,12 @@ __metaclass__ = type
 
 import re
 
-# Drain reasons this collection sets: the verify gate and the health check ("aicluster: <check> ..."), the slurm
-# role ("aicluster-slurm: ..."), the prolog ("prolog: ...") and the epilog (Slurm's own "Epilog error").
-OUR_REASON = re.compile(r'^(aicluster(-slurm)?|prolog):')
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import DRAIN_PREFIX
+
+# The drains a verify run lifts when the node passes: the verify gate's and the health check's ("aicluster: <check>
+# ...", verify/results.DRAIN_PREFIX). The slurm role's ("aicluster-slurm: ...") are lifted by the slurm stage once
+# the hardware fits; any other (an operator's, the prolog's "prolog: ...") only by hand.
+SLURM_ROLE_PREFIX = 'aicluster-slurm:'
 _NOT_NAME = re.compile(r'[^A-Za-z0-9_]')
 # Slurm appends who set the reason and when: "gpu xid 79 [root@2026-01-06T10:02:33]"
 _REASON_STAMP = re.compile(r'\s*\[[^\]]*@[^\]]*\]\s*$')
@@ -50,9 +53,9 @@ def inventory_from_nodes(records, prefix='slurm_'):
     """``{node: {'groups': [...], 'vars': {...}}}`` for ``scontrol show node`` records, in Slurm's order.
 
     Groups (each name prefixed with ``prefix``): ``nodes``; ``state_<base>`` (``idle``, ``allocated``, ``mixed``,
-    ``down``, ...); ``drain`` (draining or drained); ``not_responding``; ``drained_by_aicluster`` and
-    ``drained_by_others`` (by the reason: the gate, health check, slurm role and prolog of this collection, or anyone
-    else); ``partition_<name>``; ``in_service`` (neither drained nor down nor not responding).
+    ``down``, ...); ``drain`` (draining or drained); ``not_responding``; ``drained_by_aicluster`` (the verify
+    gate's and the health check's drains, which a passing verify run lifts), ``drained_by_slurm_role`` and
+    ``drained_by_others``; ``partition_<name>``; ``in_service`` (neither drained nor down nor not responding).
     Variables: ``<prefix>state`` (as printed), ``<prefix>reason``, ``<prefix>partitions``.
     """
     prefix = prefix or ''
@@ -68,7 +71,12 @@ def inventory_from_nodes(records, prefix='slurm_'):
         drained = 'drain' in flags
         if drained:
             groups.append('drain')
-            groups.append('drained_by_aicluster' if OUR_REASON.match(reason) else 'drained_by_others')
+            if reason.startswith(DRAIN_PREFIX):
+                groups.append('drained_by_aicluster')
+            elif reason.startswith(SLURM_ROLE_PREFIX):
+                groups.append('drained_by_slurm_role')
+            else:
+                groups.append('drained_by_others')
         if 'not_responding' in flags:
             groups.append('not_responding')
         if not drained and base not in ('down', 'fail', 'future', 'unknown') and 'not_responding' not in flags \

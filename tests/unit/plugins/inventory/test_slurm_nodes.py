@@ -50,6 +50,19 @@ def test_groups_and_variables_from_scontrol():
     assert nodes['gpu03']['vars']['slurm_state'] == 'DOWN+NOT_RESPONDING'
 
 
+@pytest.mark.parametrize('reason, group', [
+    ('aicluster: nccl.slow_node busbw 310 < 360 GB/s', 'slurm_drained_by_aicluster'),   # the verify gate
+    ('aicluster: health.gpu_count 7 of 8 GPUs', 'slurm_drained_by_aicluster'),          # the health check
+    ('aicluster-slurm: 7 of 8 GPUs (slurm_node_groups hgx)', 'slurm_drained_by_slurm_role'),
+    ('prolog: nvidia-smi sees 7 of 8 GPUs', 'slurm_drained_by_others'),                # a verify run cannot lift it
+    ('operator: fan', 'slurm_drained_by_others'),
+])
+def test_who_drained_decides_the_group(reason, group):
+    record = {'NodeName': 'gpu01', 'State': 'IDLE+DRAIN', 'Reason': reason + ' [root@2026-12-02T07:00:00]'}
+    groups = inventory_from_nodes([record])['gpu01']['groups']
+    assert group in groups and len([name for name in groups if name.startswith('slurm_drained_by_')]) == 1
+
+
 def test_a_drain_by_hand_is_someone_elses():
     nodes = inventory_from_nodes(parse_scontrol_show_node(own_fixture(DRAINED)), prefix='s_')
     assert 's_drained_by_others' in nodes['gpu02']['groups'] and 's_drained_by_aicluster' not in nodes['gpu02']['groups']
