@@ -103,9 +103,16 @@ build-check: venv ## build the collection tarball, install it into an empty path
 molecule: lab-image ## every molecule scenario (lab hosts, podman)
 	@for s in $(SCENARIOS); do echo "molecule: scenario $$s"; molecule test -s $$s || exit 1; done
 
+# The lab benches bring up labs of their own and take minutes; `make bench` runs the others.
+LAB_BENCHES := bench/noop.py bench/fleet.py
+
 .PHONY: bench
-bench: venv collections ## benchmarks that print figures
-	@for b in bench/*.py; do echo "== $$b"; PYTHONPATH=$(CURDIR)/.collections $(VENV)/bin/python $$b; done
+bench: venv collections ## benchmarks that print figures (not the lab benches below)
+	@for b in $(filter-out $(LAB_BENCHES),$(wildcard bench/[a-z]*.py)); do echo "== $$b"; PYTHONPATH=$(CURDIR)/.collections $(VENV)/bin/python $$b; done
+
+.PHONY: bench-noop
+bench-noop: lab-image ## the no-op re-run against the first converge on a fresh 4-host lab (docs/scale.md)
+	$(VENV)/bin/python bench/noop.py
 
 .PHONY: changelog
 changelog: venv ## lint the changelog fragments
