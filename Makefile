@@ -79,6 +79,10 @@ demo: lab-up ## bring up the lab and run playbooks/site.yml against it
 	ln -sfn $$(basename $$run) artifacts/demo-latest; \
 	exit $$rc
 
+.PHONY: drift
+drift: venv collections ## the drift report of the running lab: playbooks/drift.yml --check --diff (docs/drift.md)
+	ansible-playbook -i inventories/lab playbooks/drift.yml --check --diff -e aicluster_fail_on_drift=$(if $(FAIL_ON_DRIFT),true,false)
+
 # ------------------------------------------------------------------ tests
 .PHONY: test
 test: setup unit lint sanity build-check molecule ## everything CI runs
@@ -113,6 +117,10 @@ bench: venv collections ## benchmarks that print figures (not the lab benches be
 .PHONY: bench-noop
 bench-noop: lab-image ## the no-op re-run against the first converge on a fresh 4-host lab (docs/scale.md)
 	$(VENV)/bin/python bench/noop.py
+
+.PHONY: bench-fleet
+bench-fleet: lab-image ## the no-op and drift runs on labs of 2, 4, 8 and 16 GPU hosts (docs/scale.md; ~6 GB, 30 min)
+	$(VENV)/bin/python bench/fleet.py
 
 .PHONY: changelog
 changelog: venv ## lint the changelog fragments

@@ -14,6 +14,7 @@ __metaclass__ = type
 
 import os
 import re
+import resource
 import subprocess
 import sys
 import threading
@@ -81,22 +82,32 @@ class Lab:
         """Run ansible-playbook; returns a Run with wall time, recap, profile and the controller's peak memory."""
         argv = [os.path.join(VENV_BIN, 'ansible-playbook'), '-i', self.inventory] + list(args) + list(playbooks)
         sampler = MemorySampler()
+        cpu_before = _children_cpu()
         started = time.time()
         proc = subprocess.Popen(argv, cwd=REPO, env=self.env(env), stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, universal_newlines=True)
         sampler.watch(proc.pid)
         output = proc.communicate()[0]
         wall = time.time() - started
+        cpu = _children_cpu() - cpu_before
         sampler.stop()
         if log_to:
             with open(log_to, 'w', encoding='utf-8') as handle:
                 handle.write(output)
-        return Run(argv, proc.returncode, wall, output, sampler.peak_kib)
+        return Run(argv, proc.returncode, wall, output, sampler.peak_kib, cpu)
+
+
+def _children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class Run:
-    def __init__(self, argv, rc, wall, output, peak_kib):
-        self.argv, self.rc, self.wall, self.output, self.peak_kib = argv, rc, wall, output, peak_kib
+    """One ansible-playbook run: rc, wall time, output, the controller's peak memory and CPU seconds (ansible-playbook,
+    its forks and their ssh clients; not the ssh ControlMaster processes, which outlive the run)."""
+
+    def __init__(self, argv, rc, wall, output, peak_kib, cpu):
+        self.argv, self.rc, self.wall, self.output, self.peak_kib, self.cpu = argv, rc, wall, output, peak_kib, cpu
         self.recap = {}
         self.profile = []
         in_recap = False

@@ -57,6 +57,7 @@ def main():
         best.wall / first.wall, best.wall, first.wall))
     log('no-op under 12 s: %s (%.1f s)' % ('yes' if best.wall < 12 else 'no', best.wall))
     log('controller peak memory: converge %.0f MiB, no-op %.0f MiB' % (first.peak_kib / 1024.0, best.peak_kib / 1024.0))
+    log('controller CPU: converge %.1f s, no-op %.1f s' % (first.cpu, best.cpu))
     for label, run in (('first converge', first), ('no-op', best)):
         log('')
         log('slowest tasks, %s:' % label)
