@@ -17,6 +17,7 @@ description:
     drift, since a converged fleet gives V(changed=0) in check mode.
   - For each host, each file, package, service, account or setting that differs from the desired state, with its diff
     when the run has C(--diff). Secrets are masked; a task with C(no_log) (the munge key) is listed without content.
+  - A handler a drift notifies (a restart) is listed apart, as what the correcting run would also do.
   - C(playbooks/drift.yml) adds the fleet-wide facts that must be single-valued (kernel, GPU driver, OFED, HCA firmware,
     the slurm.conf checksum) and the GPU-fabric MTUs, and fails on drift when C(aicluster_fail_on_drift) is true.
   - Writes C(drift.json) and C(drift.md) to C(<dir>/drift-<UTC time>/) (or to the directory C(playbooks/drift.yml)
@@ -45,6 +46,7 @@ import tempfile
 
 from ansible import context
 from ansible.module_utils.common.text.converters import to_text
+from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.aicluster.infra.plugins.module_utils.drift import (
@@ -133,7 +135,7 @@ class CallbackModule(CallbackBase):
             if not isinstance(item, dict):
                 continue
             record = change_record(host, to_text(result.task_name), task.action, _args(task, item), plain(item),
-                                   role=role, play=self._play)
+                                   role=role, play=self._play, handler=isinstance(task, Handler))
             if record:
                 if items is not None and 'censored' not in item and item.get('item') is not None:
                     label = item.get('_ansible_item_label', item.get('item'))

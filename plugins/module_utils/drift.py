@@ -140,10 +140,11 @@ def unified_diff(diff):
     return text if text.endswith('\n') or not text else text + '\n'
 
 
-def change_record(host, task, action, args, result, role='', play=''):
+def change_record(host, task, action, args, result, role='', play='', handler=False):
     """One drift entry from a changed task result of a check run; ``None`` when the result is not a change.
 
-    A task with ``no_log`` gives no result: its entry says the content is hidden, never what it was.
+    A task with ``no_log`` gives no result: its entry says the content is hidden, never what it was. ``handler``: the
+    task is a handler a drift notified (a restart the correction would make), kept apart from the drift itself.
     """
     result = result if isinstance(result, dict) else {}
     if not result.get('changed'):
@@ -168,6 +169,7 @@ def change_record(host, task, action, args, result, role='', play=''):
         'wanted': wanted_state(kind, args),
         'diff': diff,
         'masked': secret,
+        'handler': bool(handler),
     }
 
 
@@ -267,8 +269,13 @@ def build_report(run, hosts, changes, settings, facts, problems):
     """
     per_host = {host: {'status': 'in sync', 'drift': [], 'problems': []} for host in sorted(set(hosts))}
     for entry in changes:
-        per_host.setdefault(entry['host'], {'status': 'in sync', 'drift': [], 'problems': []})['drift'].append(
-            {k: v for k, v in entry.items() if k != 'host'})
+        record = per_host.setdefault(entry['host'], {'status': 'in sync', 'drift': [], 'problems': []})
+        item = {k: v for k, v in entry.items() if k not in ('host', 'handler')}
+        if entry.get('handler'):
+            # a handler notified by a drift: what correcting it would also do (a restart), not drift of its own
+            record.setdefault('would_also', []).append(item)
+        else:
+            record['drift'].append(item)
     for host, entries in sorted((settings or {}).items()):
         per_host.setdefault(host, {'status': 'in sync', 'drift': [], 'problems': []})['drift'].extend(entries)
     outliers = fleet_outliers(facts or {})
@@ -280,6 +287,7 @@ def build_report(run, hosts, changes, settings, facts, problems):
         per_host.setdefault(host, {'status': 'in sync', 'drift': [], 'problems': []})['problems'].extend(reasons)
     for host, record in per_host.items():
         record['odd_facts'] = odd.get(host, [])
+        record.setdefault('would_also', [])
         if record['drift'] or record['odd_facts']:
             record['status'] = 'drifted'
         elif record['problems']:
@@ -330,6 +338,9 @@ def render_markdown(report):
                 lines += ['', '  ```diff'] + ['  ' + line for line in entry['diff'].rstrip('\n').splitlines()] + ['  ```']
         for fact in record['odd_facts']:
             lines.append('- **fleet fact** `%s` differs from the fleet (see below)' % fact)
+        for entry in record.get('would_also', []):
+            lines.append('- correcting it would also run the handler *%s* (%s `%s`)' % (entry['task'], entry['kind'],
+                                                                                          entry['name']))
     outliers = report.get('fleet', {}).get('outliers', [])
     lines += ['', '## Fleet-wide facts', '']
     if not outliers:

@@ -27,6 +27,7 @@ PLAYBOOK = '''
         content: "wanted=1\\n"
         dest: "{{ root }}/site.conf"
         mode: "0644"
+      notify: Reload the site
     - name: Install the database settings
       ansible.builtin.copy:
         content: "StorageHost=db\\nStoragePass=right-password\\n"
@@ -45,6 +46,12 @@ PLAYBOOK = '''
         create: true
         mode: "0644"
       loop: [one, two]
+  handlers:
+    - name: Reload the site
+      ansible.builtin.copy:
+        content: "reloaded\\n"
+        dest: "{{ root }}/reloaded"
+        mode: "0644"
 '''
 
 
@@ -103,6 +110,8 @@ def test_check_run_reports_each_drift_with_secrets_masked(fleet):
     assert entries == {'a': [('file', os.path.join(hosts['a'], 'site.conf'))],
                        'b': [('file', os.path.join(hosts['b'], 'dbd.conf')),
                              ('file', os.path.join(hosts['b'], 'cluster.key'))]}
+    assert [e['task'] for e in report['hosts']['a']['would_also']] == ['Reload the site']
+    assert report['hosts']['b']['would_also'] == []
     site = report['hosts']['a']['drift'][0]
     assert '-wanted=2\n+wanted=1\n' in site['diff'] and site['role'] == '' and site['task'] == 'Install the site file'
     dbd, key = report['hosts']['b']['drift']

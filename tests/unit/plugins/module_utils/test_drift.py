@@ -132,7 +132,7 @@ def test_report_counts_drifted_hosts_of_all():
     assert report['summary'] == '2 hosts drifted of 4; 1 not fully checked (gpu03)'
     assert report['drifted_hosts'] == ['gpu01', 'gpu02']
     assert report['hosts']['gpu03']['status'] == 'not checked'
-    assert report['hosts']['ctl01'] == {'status': 'in sync', 'drift': [], 'problems': [], 'odd_facts': []}
+    assert report['hosts']['ctl01'] == {'status': 'in sync', 'drift': [], 'problems': [], 'odd_facts': [], 'would_also': []}
     markdown = render_markdown(report)
     assert '**2 hosts drifted of 4; 1 not fully checked (gpu03).**' in markdown
     assert '+MaxJobCount=20000' in markdown and 'MTU of ibp24s0' in markdown
@@ -142,3 +142,15 @@ def test_report_counts_drifted_hosts_of_all():
 def test_an_in_sync_fleet_reports_none():
     report = build_report({}, ['a', 'b'], [], {}, {'a': {'kernel': 'x'}, 'b': {'kernel': 'x'}}, {})
     assert report['summary'] == '0 hosts drifted of 2' and report['drifted_hosts'] == []
+
+
+def test_a_handler_a_drift_notified_is_what_the_correction_would_also_do():
+    key = change_record('ctl02', 'Write the key', 'copy', {'dest': '/etc/munge/munge.key'},
+                        {'changed': True, 'censored': 'hidden'}, role='munge')
+    restart = change_record('ctl02', 'Restart munge', 'ansible.builtin.systemd_service',
+                            {'name': 'munge', 'state': 'restarted'}, {'changed': True}, role='munge', handler=True)
+    report = build_report({}, ['ctl02'], [key, restart], {}, {}, {})
+    record = report['hosts']['ctl02']
+    assert [e['name'] for e in record['drift']] == ['/etc/munge/munge.key']
+    assert [(e['kind'], e['name'], e['wanted']) for e in record['would_also']] == [('service', 'munge', 'restarted')]
+    assert 'correcting it would also run the handler *Restart munge* (service `munge`)' in render_markdown(report)
