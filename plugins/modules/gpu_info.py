@@ -42,6 +42,23 @@ options:
       - With V(false), RV(topology) is V(null), RV(gpus[].cpus) is empty and the affinity keys are V(null).
     type: bool
     default: true
+  health:
+    description:
+      - Whether to run the best-effort health counter query and C(nvidia-smi -q) (the CUDA version and the NVSwitch
+        fabric state).
+      - With V(false), the health counters, RV(cuda_version) and the fabric state are V(null); two C(nvidia-smi) runs
+        fewer (the slurm role, which needs none of them, reads the GPUs so on every run).
+    type: bool
+    default: true
+    version_added: 0.2.0
+  missing:
+    description:
+      - What to do where C(nvidia-smi) is not installed - V(fail), or V(skip) (the result is skipped, with no RV(gpus),
+        as a task skipped with C(when) would be; one task instead of a C(command -v nvidia-smi) first).
+    type: str
+    choices: [fail, skip]
+    default: fail
+    version_added: 0.2.0
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the target.
 notes:
@@ -73,6 +90,12 @@ EXAMPLES = r'''
 - name: Without the topology (faster on large nodes)
   aicluster.infra.gpu_info:
     topology: false
+
+- name: The GPUs for Slurm, on a node that may have no driver (skipped there)
+  aicluster.infra.gpu_info:
+    health: false
+    missing: skip
+  register: gpu
 '''
 
 RETURN = r'''
@@ -365,16 +388,22 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             topology=dict(type='bool', default=True),
+            health=dict(type='bool', default=True),
+            missing=dict(type='str', choices=['fail', 'skip'], default='fail'),
         ),
         supports_check_mode=True,
     )
-    nvidia_smi = module.get_bin_path('nvidia-smi', required=True)
+    nvidia_smi = module.get_bin_path('nvidia-smi', required=module.params['missing'] == 'fail')
+    if not nvidia_smi:
+        module.exit_json(changed=False, skipped=True, msg='nvidia-smi is not installed on this host')
 
     rows = _required(module, _query_argv(nvidia_smi, BASE_FIELDS), 'nvidia-smi --query-gpu',
                      lambda text: parse_query_gpu_csv(text, fields=list(BASE_FIELDS)))
 
     health_rows = None
-    out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
+    out = None
+    if module.params['health']:
+        out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
     if out is not None:
         try:
             health_rows = parse_query_gpu_csv(out, fields=list(HEALTH_FIELDS))
@@ -389,7 +418,9 @@ def main():
         topology = _required(module, [nvidia_smi, 'topo', '-m'], 'nvidia-smi topo -m', parse_topo_matrix)
         cpu_topology = read_cpu_topology()
 
-    out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
+    out = None
+    if module.params['health']:
+        out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
     cuda_version, fabric = None, None
     if out is not None:
         try:
