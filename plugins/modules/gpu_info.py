@@ -42,12 +42,14 @@ options:
       - With V(false), RV(topology) is V(null), RV(gpus[].cpus) is empty and the affinity keys are V(null).
     type: bool
     default: true
-  health:
+  details:
     description:
-      - Whether to run the best-effort health counter query and C(nvidia-smi -q) (the CUDA version and the NVSwitch
-        fabric state).
-      - With V(false), the health counters, RV(cuda_version) and the fabric state are V(null); two C(nvidia-smi) runs
-        fewer (the slurm role, which needs none of them, reads the GPUs so on every run).
+      - Whether to run the best-effort queries beyond the GPUs themselves - the health counters, the operating
+        conditions (PCI device id, power, PCIe link, clock events) and C(nvidia-smi -q) (the CUDA version and the
+        NVSwitch fabric state).
+      - With V(false), those keys are V(null) (RV(gpus[].model_key) is judged from the name alone) and three
+        C(nvidia-smi) runs are saved; RV(gpus[].type), the device files, the CPU affinity and MIG devices are the same.
+        The slurm role, which needs none of the rest, reads the GPUs so on every run.
     type: bool
     default: true
     version_added: 0.2.0
@@ -93,7 +95,7 @@ EXAMPLES = r'''
 
 - name: The GPUs for Slurm, on a node that may have no driver (skipped there)
   aicluster.infra.gpu_info:
-    health: false
+    details: false
     missing: skip
   register: gpu
 '''
@@ -388,7 +390,7 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             topology=dict(type='bool', default=True),
-            health=dict(type='bool', default=True),
+            details=dict(type='bool', default=True),
             missing=dict(type='str', choices=['fail', 'skip'], default='fail'),
         ),
         supports_check_mode=True,
@@ -402,7 +404,7 @@ def main():
 
     health_rows = None
     out = None
-    if module.params['health']:
+    if module.params['details']:
         out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
     if out is not None:
         try:
@@ -410,7 +412,7 @@ def main():
         except ParseError as exc:
             module.warn('nvidia-smi health query output could not be parsed, its fields are left null: %s' % exc)
 
-    condition_rows = _conditions(module, nvidia_smi)
+    condition_rows = _conditions(module, nvidia_smi) if module.params['details'] else None
 
     topology = None
     cpu_topology = None
@@ -419,7 +421,7 @@ def main():
         cpu_topology = read_cpu_topology()
 
     out = None
-    if module.params['health']:
+    if module.params['details']:
         out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
     cuda_version, fabric = None, None
     if out is not None:

@@ -211,15 +211,16 @@ def test_nvidia_smi_missing_skipped(run_module):
     assert calls == []
 
 
-def test_without_health_two_runs_fewer_and_the_same_gpus(run_module):
+def test_without_details_three_runs_fewer_and_the_same_gpus(run_module):
     full, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
-    result, calls = run_module(gpu_info, {'health': False, 'missing': 'skip'}, {'nvidia-smi': nvidia_smi()})
-    assert [call[1:] for call in calls] == [BASE_ARGV[1:], COND_ARGV[1:], ['topo', '-m']]
+    result, calls = run_module(gpu_info, {'details': False, 'missing': 'skip'}, {'nvidia-smi': nvidia_smi()})
+    assert [call[1:] for call in calls] == [BASE_ARGV[1:], ['topo', '-m']]
     assert result['cuda_version'] is None and 'warnings' not in result
     gpu0 = result['gpus'][0]
     assert gpu0['ecc_enabled'] is None and gpu0['remapped_rows_pending'] is None and gpu0['fabric_state'] is None
-    keep = ('index', 'name', 'type', 'pci_bus_id', 'device_file', 'cpus', 'cpu_affinity', 'mig_enabled', 'mig_devices',
-            'model_key')
+    assert gpu0['pci_device_id'] is None and gpu0['power_limit_w'] is None and gpu0['clock_events'] is None
+    keep = ('index', 'name', 'type', 'pci_bus_id', 'device_file', 'cpus', 'cpu_affinity', 'numa_node', 'nearest_nic',
+            'mig_enabled', 'mig_devices', 'minor_number', 'uuid')
     assert [{key: gpu[key] for key in keep} for gpu in result['gpus']] == [{key: gpu[key] for key in keep} for gpu in full['gpus']]
 
 
