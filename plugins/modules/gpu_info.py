@@ -42,6 +42,25 @@ options:
       - With V(false), RV(topology) is V(null), RV(gpus[].cpus) is empty and the affinity keys are V(null).
     type: bool
     default: true
+  details:
+    description:
+      - Whether to run the best-effort queries beyond the GPUs themselves - the health counters, the operating
+        conditions (PCI device id, power, PCIe link, clock events) and C(nvidia-smi -q) (the CUDA version and the
+        NVSwitch fabric state).
+      - With V(false), those keys are V(null) (RV(gpus[].model_key) is judged from the name alone) and three
+        C(nvidia-smi) runs are saved; RV(gpus[].type), the device files, the CPU affinity and MIG devices are the same.
+        The slurm role, which needs none of the rest, reads the GPUs so on every run.
+    type: bool
+    default: true
+    version_added: 0.2.0
+  missing:
+    description:
+      - What to do where C(nvidia-smi) is not installed - V(fail), or V(skip) (the result is skipped, with no RV(gpus),
+        as a task skipped with C(when) would be; one task instead of a C(command -v nvidia-smi) first).
+    type: str
+    choices: [fail, skip]
+    default: fail
+    version_added: 0.2.0
 requirements:
   - C(nvidia-smi) from the NVIDIA driver on the target.
 notes:
@@ -73,6 +92,12 @@ EXAMPLES = r'''
 - name: Without the topology (faster on large nodes)
   aicluster.infra.gpu_info:
     topology: false
+
+- name: The GPUs for Slurm, on a node that may have no driver (skipped there)
+  aicluster.infra.gpu_info:
+    details: false
+    missing: skip
+  register: gpu
 '''
 
 RETURN = r'''
@@ -365,23 +390,29 @@ def main():
     module = AnsibleModule(
         argument_spec=dict(
             topology=dict(type='bool', default=True),
+            details=dict(type='bool', default=True),
+            missing=dict(type='str', choices=['fail', 'skip'], default='fail'),
         ),
         supports_check_mode=True,
     )
-    nvidia_smi = module.get_bin_path('nvidia-smi', required=True)
+    nvidia_smi = module.get_bin_path('nvidia-smi', required=module.params['missing'] == 'fail')
+    if not nvidia_smi:
+        module.exit_json(changed=False, skipped=True, msg='nvidia-smi is not installed on this host')
 
     rows = _required(module, _query_argv(nvidia_smi, BASE_FIELDS), 'nvidia-smi --query-gpu',
                      lambda text: parse_query_gpu_csv(text, fields=list(BASE_FIELDS)))
 
     health_rows = None
-    out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
+    out = None
+    if module.params['details']:
+        out = _best_effort(module, _query_argv(nvidia_smi, HEALTH_FIELDS), 'nvidia-smi --query-gpu (health counters)')
     if out is not None:
         try:
             health_rows = parse_query_gpu_csv(out, fields=list(HEALTH_FIELDS))
         except ParseError as exc:
             module.warn('nvidia-smi health query output could not be parsed, its fields are left null: %s' % exc)
 
-    condition_rows = _conditions(module, nvidia_smi)
+    condition_rows = _conditions(module, nvidia_smi) if module.params['details'] else None
 
     topology = None
     cpu_topology = None
@@ -389,7 +420,9 @@ def main():
         topology = _required(module, [nvidia_smi, 'topo', '-m'], 'nvidia-smi topo -m', parse_topo_matrix)
         cpu_topology = read_cpu_topology()
 
-    out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
+    out = None
+    if module.params['details']:
+        out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
     cuda_version, fabric = None, None
     if out is not None:
         try:

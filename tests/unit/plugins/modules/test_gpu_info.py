@@ -205,6 +205,25 @@ def test_nvidia_smi_missing(run_module):
     assert calls == []
 
 
+def test_nvidia_smi_missing_skipped(run_module):
+    result, calls = run_module(gpu_info, {'missing': 'skip'}, {})
+    assert 'failed' not in result and result['skipped'] is True and 'gpus' not in result
+    assert calls == []
+
+
+def test_without_details_three_runs_fewer_and_the_same_gpus(run_module):
+    full, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
+    result, calls = run_module(gpu_info, {'details': False, 'missing': 'skip'}, {'nvidia-smi': nvidia_smi()})
+    assert [call[1:] for call in calls] == [BASE_ARGV[1:], ['topo', '-m']]
+    assert result['cuda_version'] is None and 'warnings' not in result
+    gpu0 = result['gpus'][0]
+    assert gpu0['ecc_enabled'] is None and gpu0['remapped_rows_pending'] is None and gpu0['fabric_state'] is None
+    assert gpu0['pci_device_id'] is None and gpu0['power_limit_w'] is None and gpu0['clock_events'] is None
+    keep = ('index', 'name', 'type', 'pci_bus_id', 'device_file', 'cpus', 'cpu_affinity', 'numa_node', 'nearest_nic',
+            'mig_enabled', 'mig_devices', 'minor_number', 'uuid')
+    assert [{key: gpu[key] for key in keep} for gpu in result['gpus']] == [{key: gpu[key] for key in keep} for gpu in full['gpus']]
+
+
 def test_query_fails(run_module):
     message = 'NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver.\n'
     result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(base=(9, message, ''))})
