@@ -50,7 +50,7 @@ from ansible.playbook.handler import Handler
 from ansible.plugins.callback import CallbackBase
 
 from ansible_collections.aicluster.infra.plugins.module_utils.drift import (
-    build_report, change_record, fleet_facts, rail_mtu_settings, render_markdown,
+    build_report, change_records, fleet_facts, rail_mtu_settings, render_markdown,
 )
 
 # Facts playbooks/drift.yml sets for this callback: where to write, and each host's fleet-wide observations.
@@ -134,9 +134,9 @@ class CallbackModule(CallbackBase):
         for item in items if items is not None else [res]:
             if not isinstance(item, dict):
                 continue
-            record = change_record(host, to_text(result.task_name), task.action, _args(task, item), plain(item),
-                                   role=role, play=self._play, handler=isinstance(task, Handler))
-            if record:
+            records = change_records(host, to_text(result.task_name), task.action, _args(task, item), plain(item),
+                                     role=role, play=self._play, handler=isinstance(task, Handler))
+            for record in records:
                 if items is not None and 'censored' not in item and item.get('item') is not None:
                     label = item.get('_ansible_item_label', item.get('item'))
                     record['item'] = to_text(label if not isinstance(label, dict) else json.dumps(plain(label)))

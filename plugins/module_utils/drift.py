@@ -24,7 +24,7 @@ SCHEMA = 1
 MASK = '********'
 
 _FILE_ACTIONS = frozenset(('template', 'copy', 'file', 'lineinfile', 'blockinfile', 'replace', 'assemble', 'ini_file',
-                           'unarchive', 'get_url', 'slurm_config'))
+                           'unarchive', 'get_url', 'slurm_config', 'node_files'))
 _PACKAGE_ACTIONS = frozenset(('apt', 'package', 'dnf', 'yum', 'dpkg_selections', 'apt_key', 'apt_repository',
                               'deb822_repository', 'pip', 'rpm_key', 'yum_repository'))
 _SERVICE_ACTIONS = frozenset(('service', 'systemd', 'systemd_service', 'sysvinit'))
@@ -171,6 +171,24 @@ def change_record(host, task, action, args, result, role='', play='', handler=Fa
         'masked': secret,
         'handler': bool(handler),
     }
+
+
+def change_records(host, task, action, args, result, role='', play='', handler=False):
+    """The drift entries of one changed result: one per path for a module that manages several files at once
+    (aicluster.infra.node_files returns ``changed_paths`` and a diff per path), else ``change_record``'s one."""
+    result = result if isinstance(result, dict) else {}
+    paths = result.get('changed_paths')
+    if not result.get('changed') or not isinstance(paths, list) or not paths or 'censored' in result:
+        record = change_record(host, task, action, args, result, role=role, play=play, handler=handler)
+        return [record] if record else []
+    diffs = result.get('diff') if isinstance(result.get('diff'), list) else []
+    records = []
+    for path in paths:
+        own = [item for item in diffs if isinstance(item, dict) and path in (item.get('before_header'), item.get('after_header'))]
+        one = dict(result, dest=path, diff=own)
+        one.pop('changed_paths', None)
+        records.append(change_record(host, task, action, {'dest': path}, one, role=role, play=play, handler=handler))
+    return records
 
 
 def rail_mtu_settings(hcas, links, expected):
@@ -339,8 +357,8 @@ def render_markdown(report):
         for fact in record['odd_facts']:
             lines.append('- **fleet fact** `%s` differs from the fleet (see below)' % fact)
         for entry in record.get('would_also', []):
-            lines.append('- correcting it would also run the handler *%s* (%s `%s`)' % (entry['task'], entry['kind'],
-                                                                                          entry['name']))
+            lines.append('- correcting it would also run the handler *%s* (%s `%s`)' % (
+                entry['task'], entry['kind'], entry['name']))
     outliers = report.get('fleet', {}).get('outliers', [])
     lines += ['', '## Fleet-wide facts', '']
     if not outliers:

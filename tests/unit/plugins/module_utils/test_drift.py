@@ -10,7 +10,7 @@ __metaclass__ = type
 import pytest
 
 from ansible_collections.aicluster.infra.plugins.module_utils.drift import (
-    MASK, build_report, change_record, fleet_facts, fleet_outliers, kind_of, mask_text, rail_mtu_settings,
+    MASK, build_report, change_record, change_records, fleet_facts, fleet_outliers, kind_of, mask_text, rail_mtu_settings,
     render_markdown, unified_diff,
 )
 
@@ -154,3 +154,17 @@ def test_a_handler_a_drift_notified_is_what_the_correction_would_also_do():
     assert [e['name'] for e in record['drift']] == ['/etc/munge/munge.key']
     assert [(e['kind'], e['name'], e['wanted']) for e in record['would_also']] == [('service', 'munge', 'restarted')]
     assert 'correcting it would also run the handler *Restart munge* (service `munge`)' in render_markdown(report)
+
+
+def test_a_module_managing_several_files_gives_one_entry_per_changed_path():
+    result = {'changed': True, 'changed_paths': ['/etc/slurm/gres.conf', '/etc/slurm/epilog.sh'],
+              'diff': [{'before_header': '/etc/slurm/gres.conf', 'after_header': '/etc/slurm/gres.conf',
+                        'before': 'Name=gpu File=/dev/nvidia[0-6]\n', 'after': 'Name=gpu File=/dev/nvidia[0-7]\n'},
+                       {'before_header': '/etc/slurm/epilog.sh', 'after_header': '/etc/slurm/epilog.sh',
+                        'before': {'path': '/etc/slurm/epilog.sh', 'mode': '0644'},
+                        'after': {'path': '/etc/slurm/epilog.sh', 'mode': '0755'}}]}
+    records = change_records('gpu01', "Install this host's Slurm files", 'aicluster.infra.node_files', {}, result, role='slurm')
+    assert [(r['kind'], r['name']) for r in records] == [('file', '/etc/slurm/gres.conf'), ('file', '/etc/slurm/epilog.sh')]
+    assert '+Name=gpu File=/dev/nvidia[0-7]' in records[0]['diff'] and 'epilog' not in records[0]['diff']
+    assert records[1]['diff'] == 'mode: 0644 -> 0755\n'
+    assert change_records('gpu01', 't', 'node_files', {}, {'changed': False}) == []
