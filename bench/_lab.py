@@ -112,6 +112,10 @@ class Run:
         self.profile = []
         in_recap = False
         for line in output.splitlines():
+            if line.startswith('TASKS RECAP'):
+                # profile_tasks prints its summary after each playbook of the run, each time with every task so far
+                self.profile = []
+                continue
             if line.startswith('PLAY RECAP'):
                 in_recap = True
                 continue
