@@ -168,3 +168,8 @@ def test_a_module_managing_several_files_gives_one_entry_per_changed_path():
     assert '+Name=gpu File=/dev/nvidia[0-7]' in records[0]['diff'] and 'epilog' not in records[0]['diff']
     assert records[1]['diff'] == 'mode: 0644 -> 0755\n'
     assert change_records('gpu01', 't', 'node_files', {}, {'changed': False}) == []
+
+
+def test_a_rail_above_the_desired_mtu_is_not_drift_as_verify_passes_it():
+    links = [{'ifname': 'ibp24s0', 'mtu': 65520}, {'ifname': 'ibp64s0', 'mtu': 4092}]
+    assert rail_mtu_settings(HCAS, links, EXPECTED) == []
