@@ -1,13 +1,15 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Host arithmetic for preflight checks: which mount holds a path, and its free space."""
+"""Host arithmetic for preflight checks: which mount holds a path and its free space, swap devices, name resolution."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import ipaddress
 import posixpath
+import socket
 
 
 def _is_under(path, mount):
@@ -61,3 +63,37 @@ def free_space_report(mounts, minimums_gib):
             'ok': free is not None and free >= minimum,
         })
     return report
+
+
+def parse_proc_swaps(text):
+    """The active swap devices and files in ``/proc/swaps`` (its header line skipped; ``\\040`` is a space)."""
+    devices = []
+    for line in (text or '').splitlines()[1:]:
+        fields = line.split()
+        if fields:
+            devices.append(fields[0].replace('\\040', ' '))
+    return devices
+
+
+def resolve(names, family=socket.AF_UNSPEC):
+    """(resolved, unresolved, loopback) for a list of names, with the node's own resolver (getaddrinfo).
+
+    ``resolved`` maps each name that resolved to its addresses, in the resolver's order without duplicates;
+    ``loopback`` lists the names whose first address is a loopback address.
+    """
+    resolved, unresolved, loopback = {}, [], []
+    for name in names:
+        try:
+            infos = socket.getaddrinfo(name, None, family, socket.SOCK_STREAM)
+        except (socket.gaierror, UnicodeError, OSError):
+            unresolved.append(name)
+            continue
+        addresses = []
+        for info in infos:
+            address = info[4][0].split('%')[0]
+            if address not in addresses:
+                addresses.append(address)
+        resolved[name] = addresses
+        if addresses and ipaddress.ip_address(addresses[0]).is_loopback:
+            loopback.append(name)
+    return resolved, unresolved, loopback

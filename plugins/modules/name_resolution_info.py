@@ -71,32 +71,12 @@ loopback:
   sample: ["gpu01"]
 '''
 
-import ipaddress
 import socket
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.aicluster.infra.plugins.module_utils.system import resolve
 
 _FAMILIES = {'any': socket.AF_UNSPEC, 'ipv4': socket.AF_INET, 'ipv6': socket.AF_INET6}
-
-
-def resolve(names, family=socket.AF_UNSPEC):
-    """Return (resolved, unresolved, loopback) for a list of names."""
-    resolved, unresolved, loopback = {}, [], []
-    for name in names:
-        try:
-            infos = socket.getaddrinfo(name, None, family, socket.SOCK_STREAM)
-        except (socket.gaierror, UnicodeError, OSError):
-            unresolved.append(name)
-            continue
-        addresses = []
-        for info in infos:
-            address = info[4][0].split('%')[0]
-            if address not in addresses:
-                addresses.append(address)
-        resolved[name] = addresses
-        if addresses and ipaddress.ip_address(addresses[0]).is_loopback:
-            loopback.append(name)
-    return resolved, unresolved, loopback
 
 
 def main():

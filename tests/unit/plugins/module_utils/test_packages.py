@@ -1,21 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Tests for packages_to_install: which of a role's packages apt must install, from dpkg-query."""
+"""Tests for packages_to_install (host_state_info): which of a role's packages apt must install, from dpkg-query."""
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import os
-
 import pytest
-import yaml
-from ansible.errors import AnsibleFilterError
 
-from _paths import REPO
-
-from ansible_collections.aicluster.infra.plugins.filter.packages import FilterModule
 from ansible_collections.aicluster.infra.plugins.module_utils.packages import package_name, packages_to_install, parse_dpkg_query
 
 # dpkg-query --show --showformat='${Package}\t${binary:Package}\t${Version}\t${db:Status-Abbrev}\n'
@@ -55,19 +48,3 @@ def test_parse_skips_other_lines():
 def test_package_name():
     assert [package_name(spec) for spec in ('munge', 'munge=1.0', 'munge>=1.0', 'libpmix2:amd64')] == [
         'munge', 'munge', 'munge', 'libpmix2:amd64']
-
-
-def test_filter():
-    packages = FilterModule().filters()['packages_to_install']
-    assert packages(['munge', 'slurmctld'], DEBIAN12) == ['slurmctld']
-    with pytest.raises(AnsibleFilterError, match='list of package names'):
-        packages('munge', DEBIAN12)
-    with pytest.raises(AnsibleFilterError, match='text of dpkg-query'):
-        packages(['munge'], None)
-
-
-def test_filter_doc():
-    with open(os.path.join(REPO, 'plugins', 'filter', 'packages_to_install.yml')) as handle:
-        doc = yaml.safe_load(handle)
-    assert doc['DOCUMENTATION']['name'] == 'packages_to_install'
-    assert sorted(doc) == ['DOCUMENTATION', 'EXAMPLES', 'RETURN']
