@@ -152,14 +152,21 @@ def _affinity(trailing, extra_names, tabs):
     """Map the cells after the matrix onto the CPU/NUMA/GPU NUMA ID columns.
 
     With tabs nvidia-smi prints an empty cell between ``NUMA Affinity`` and
-    ``GPU NUMA ID``: the GPU NUMA ID is the last cell.  With spaces, empty cells
-    cannot be seen and the values fill the columns from the left.
+    ``GPU NUMA ID``: the GPU NUMA ID is the last cell, and an empty CPU
+    Affinity is an empty cell of its own. With spaces (tabs expanded by a
+    terminal, a pager or a job's log) empty cells cannot be seen. Only
+    ``CPU Affinity`` is ever printed empty (inside a Slurm job or a cgroup,
+    for the GPUs whose CPUs the job may not use; on Grace nodes for the GPUs
+    of the other socket); ``NUMA Affinity`` and ``GPU NUMA ID`` always show a
+    number or ``N/A``. So the values fill the columns from the right.
     """
     values = {}
     if tabs and 'GPU NUMA ID' in extra_names and len(trailing) >= len(extra_names):
         ordered = trailing[:len(extra_names) - 1] + [trailing[-1]]
-    else:
+    elif tabs:
         ordered = list(trailing)
+    else:
+        ordered = [''] * max(0, len(extra_names) - len(trailing)) + list(trailing)
     for index, name in enumerate(extra_names):
         values[name] = ordered[index] if index < len(ordered) else ''
     return values

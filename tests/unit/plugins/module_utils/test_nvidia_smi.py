@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import json
+import os
 
 import pytest
 from hypothesis import given
@@ -24,6 +25,9 @@ Q_REAL = 'nvidia-smi/gpud-q-8xh100-535.183.01.txt'
 TOPO_H100_NUMAID = 'nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-gpunumaid-handmade.txt'
 TOPO_H100 = 'nvidia-smi/nvidia-smi-525-8xh100-8nic-topo-m-handmade.txt'
 TOPO_A100 = 'nvidia-smi/nvidia-smi-470-8xa100-4nic-topo-m-handmade.txt'
+# Printed inside a Slurm job whose cpuset is socket 0 (CPU Affinity empty for GPU4-7), stdout not a terminal, tabs
+# expanded to spaces in the job's log.
+TOPO_SLURM_JOB = 'nvidia-smi/nvidia-smi-535-8xh100-8nic-topo-m-slurm-job-expanded-handmade.txt'
 ALL_TEXTS = [read_fixture(kind, path) for kind, path in fixture_files('nvidia-smi')]
 
 
@@ -109,6 +113,41 @@ def test_topo_empty_cpu_affinity_cell_with_tabs():
     assert result['cpu_affinity'] == {'GPU0': '0-71', 'GPU1': ''}
     assert result['numa_affinity'] == {'GPU0': '0', 'GPU1': '1'}
     assert result['gpu_numa_id'] == {'GPU0': '4', 'GPU1': '12'}
+
+
+def test_topo_in_a_slurm_job_tabs_expanded():
+    # The bug: with the tabs expanded and CPU Affinity empty, the NUMA node was read as the CPU affinity ('1') and
+    # the GPU NUMA ID as the NUMA node ('N/A').
+    result = parse_topo_matrix(own_fixture(TOPO_SLURM_JOB))
+    assert result['cpu_affinity'] == dict(('GPU%d' % i, '0-47' if i < 4 else '') for i in range(8))
+    assert result['numa_affinity'] == dict(('GPU%d' % i, '0' if i < 4 else '1') for i in range(8))
+    assert result['gpu_numa_id'] == dict(('GPU%d' % i, 'N/A') for i in range(8))
+    assert result['matrix']['GPU4']['NIC4'] == 'PIX' and len(result['devices']) == 16
+
+
+def _topo_fixtures():
+    return [(kind, path) for kind, path in fixture_files('nvidia-smi') if 'topo' in path]
+
+
+@pytest.mark.parametrize('kind, path', _topo_fixtures(), ids=lambda value: os.path.basename(str(value)))
+@pytest.mark.parametrize('tabsize', [4, 8])
+def test_topo_same_parse_with_tabs_expanded(kind, path, tabsize):
+    """Any topo -m, its tabs expanded (a terminal, a pager, a job log), parses the same: the matrix, the CPU and NUMA
+    affinities, the GPU NUMA IDs and the NIC names."""
+    text = read_fixture(kind, path)
+    expected = parse_topo_matrix(text)
+    expanded = parse_topo_matrix('\n'.join(line.expandtabs(tabsize) for line in text.split('\n')))
+    for key in ('devices', 'matrix', 'cpu_affinity', 'numa_affinity', 'gpu_numa_id', 'nic_names'):
+        assert expanded.get(key) == expected.get(key), key
+
+
+def test_topo_empty_cpu_affinity_with_spaces_and_no_gpu_numa_id():
+    text = ('        GPU0    GPU1    CPU Affinity    NUMA Affinity\n'
+            'GPU0     X      NV12    0-23            0\n'
+            'GPU1    NV12     X                      1\n')
+    result = parse_topo_matrix(text)
+    assert result['cpu_affinity'] == {'GPU0': '0-23', 'GPU1': ''}
+    assert result['numa_affinity'] == {'GPU0': '0', 'GPU1': '1'}
 
 
 @pytest.mark.parametrize('text', ['', 'GPU0 GPU1\n', 'hello\n', 'real:3000'],
