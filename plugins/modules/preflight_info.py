@@ -13,11 +13,14 @@ module: preflight_info
 short_description: Read what the preflight checks need from a node in one run
 version_added: 0.1.0
 description:
-  - Reads, in one module run, the free space of the file systems that hold the given paths, the active swap devices,
+  - Returns the operating system facts the stages use (distribution and its version, kernel, architecture, host
+    name, Python), gathered with ansible-core's own fact collectors, as C(ansible_facts), with the same names and values
+    as C(ansible.builtin.setup) with C(gather_subset=min), without the other minimal facts nothing here reads.
+  - Reads, in the same module run, the free space of the file systems that hold the given paths, the active swap devices,
     which time synchronisation services are active and whether the kernel clock is synchronised, and how the node
     resolves the given host names.
-  - It replaces one module run per check (mount facts, C(swapon), C(systemctl is-active), C(timedatectl), name
-    resolution); the preflight role judges the answers.
+  - It replaces one module run per check (C(setup), mount facts, C(swapon), C(systemctl is-active), C(timedatectl),
+    name resolution); the preflight role judges the answers.
   - Only the file systems holding the given paths are measured (C(statvfs)), not every mount of the node, so a hung
     network mount elsewhere cannot stall the read.
 author: aicluster.infra contributors (@aicluster)
@@ -70,6 +73,14 @@ EXAMPLES = r'''
 '''
 
 RETURN = r'''
+ansible_facts:
+  description:
+    - The distribution, platform and Python facts of C(ansible.builtin.setup), under the same names
+      (C(ansible_facts.distribution), C(ansible_facts.distribution_major_version), C(ansible_facts.kernel),
+      C(ansible_facts.python), ...).
+  returned: always
+  type: dict
+  sample: {"distribution": "Debian", "distribution_major_version": "12", "kernel": "6.1.0-28-amd64"}
 mounts:
   description:
     - The file systems holding O(paths), one entry per mount point, in the shape of M(ansible.builtin.mount_facts)'
@@ -114,6 +125,9 @@ loopback:
 import os
 
 from ansible.module_utils.basic import AnsibleModule
+from ansible.module_utils.facts.system.distribution import DistributionFactCollector
+from ansible.module_utils.facts.system.platform import PlatformFactCollector
+from ansible.module_utils.facts.system.python import PythonFactCollector
 from ansible_collections.aicluster.infra.plugins.module_utils.system import parse_proc_swaps, resolve
 
 C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
@@ -153,6 +167,14 @@ def _read(path):
         return ''
 
 
+def _os_facts(module):
+    """setup's distribution, platform and python facts, ``ansible_``-prefixed as setup returns them."""
+    facts = {}
+    for collector in (PlatformFactCollector, DistributionFactCollector, PythonFactCollector):
+        facts.update(collector().collect(module=module, collected_facts=facts))
+    return dict(('ansible_' + name, value) for name, value in facts.items())
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -167,7 +189,7 @@ def main():
         if not path.startswith('/'):
             module.fail_json(msg='paths: %r is not an absolute path' % path)
 
-    result = dict(changed=False, mounts=_mounts(params['paths']), swap_devices=parse_proc_swaps(_read('/proc/swaps')),
+    result = dict(changed=False, ansible_facts=_os_facts(module), mounts=_mounts(params['paths']), swap_devices=parse_proc_swaps(_read('/proc/swaps')),
                   time_sync_services_active=[], clock_synchronized=False)
 
     services = params['time_sync_services']

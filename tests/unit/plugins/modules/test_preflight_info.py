@@ -8,6 +8,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import os
+import platform
+import sys
 
 from ansible_collections.aicluster.infra.plugins.module_utils.system import free_space_report, parse_proc_swaps
 from ansible_collections.aicluster.infra.plugins.modules import preflight_info
@@ -24,6 +26,15 @@ def test_free_space_of_the_mount_holding_each_path(run_module, tmp_path):
     report = free_space_report(mounts, {'/': 0, str(tmp_path / 'not' / 'yet'): 0})
     assert [entry['ok'] for entry in report] == [True, True]
     assert result['time_sync_services_active'] == [] and result['clock_synchronized'] is False
+
+
+def test_os_facts_as_setup_names_them(run_module):
+    result, dummy = run_module(preflight_info, {}, {})
+    facts = result['ansible_facts']
+    assert facts['ansible_kernel'] == platform.release() and facts['ansible_system'] == 'Linux'
+    assert facts['ansible_python']['version_info'][:3] == list(sys.version_info[:3])
+    for name in ('distribution', 'distribution_version', 'distribution_major_version', 'os_family', 'architecture'):
+        assert facts['ansible_' + name], name
 
 
 def test_time_synchronisation(run_module):
