@@ -9,6 +9,10 @@ VENV        := .venv
 STAMP       := $(VENV)/.installed
 LAB_NAME    ?= aic
 LAB_COMPUTE ?= 3
+# Each lab has its own inventory and fact cache (lab/lab.py lab_inventory, lab_fact_cache): the default lab aic uses
+# inventories/lab, another lab inventories/lab-$(LAB_NAME), so two labs run side by side.
+LAB_INVENTORY := $(if $(filter aic,$(LAB_NAME)),inventories/lab,inventories/lab-$(LAB_NAME))
+LAB_FACTS     := $(CURDIR)/.cache/$(if $(filter aic,$(LAB_NAME)),facts,facts-$(LAB_NAME))
 SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 # shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol;
 # chromium: the acceptance report is rendered headless in a test; libxml2-utils: xmllint validates junit.xml
@@ -34,14 +38,14 @@ system-deps: ## install podman, runc, debootstrap (apt), once
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-$(STAMP): requirements.txt
+$(STAMP): requirements.txt requirements-dev.txt
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/bin/python -m pip install --quiet -r requirements.txt
+	$(VENV)/bin/python -m pip install --quiet -r requirements-dev.txt
 	@touch $@
 
 .PHONY: venv
-venv: $(STAMP) ## the Python virtual environment with ansible-core, molecule, pytest
+venv: $(STAMP) ## the Python virtual environment: runtime (requirements.txt) and test tools (requirements-dev.txt)
 
 .PHONY: collections
 collections: $(STAMP) ## containers.podman etc. (offline, from the ansible wheel) + link to this collection
@@ -55,7 +59,7 @@ setup: system-deps venv collections ## everything the demo and the tests need
 .PHONY: lab-image lab-up lab-down lab-status
 lab-image: setup ## build the lab image (cached by recipe hash)
 	@$(VENV)/bin/python lab/lab.py image
-lab-up: lab-image ## start the lab (ctl01 + gpu01..gpuNN) and write inventories/lab/hosts.yml
+lab-up: lab-image ## start the lab (ctl01 + gpu01..gpuNN) and write $(LAB_INVENTORY)/hosts.yml
 	@$(VENV)/bin/python lab/lab.py up --name $(LAB_NAME) --compute $(LAB_COMPUTE)
 lab-down: ## remove the lab's containers, network and volumes (nothing else)
 	@$(VENV)/bin/python lab/lab.py down --name $(LAB_NAME)
@@ -66,8 +70,9 @@ lab-status:
 .PHONY: demo
 demo: lab-up ## bring up the lab and run playbooks/site.yml against it
 	@run=artifacts/demo-$$(date -u +%Y%m%dT%H%M%SZ); mkdir -p $$run; \
-	echo "demo: ansible-playbook -i inventories/lab playbooks/site.yml (log: $$run/ansible.log)"; \
-	set +e; ANSIBLE_LOG_PATH=$$run/ansible.log ansible-playbook -i inventories/lab playbooks/site.yml \
+	echo "demo: ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml (log: $$run/ansible.log)"; \
+	set +e; ANSIBLE_LOG_PATH=$$run/ansible.log ANSIBLE_CACHE_PLUGIN_CONNECTION=$(LAB_FACTS) \
+	  ansible-playbook -i $(LAB_INVENTORY) playbooks/site.yml \
 	  -e verify_gate_artifacts_dir=$(CURDIR)/$$run > $$run/output.txt 2>&1; rc=$$?; set -e; \
 	sed -n '/^PLAY RECAP/,$$p' $$run/output.txt; \
 	echo "demo: full output $$run/output.txt, log $$run/ansible.log"; \
@@ -81,19 +86,20 @@ demo: lab-up ## bring up the lab and run playbooks/site.yml against it
 
 .PHONY: drift
 drift: venv collections ## the drift report of the running lab: playbooks/drift.yml --check --diff (docs/drift.md)
-	ansible-playbook -i inventories/lab playbooks/drift.yml --check --diff -e aicluster_fail_on_drift=$(if $(FAIL_ON_DRIFT),true,false)
+	ANSIBLE_CACHE_PLUGIN_CONNECTION=$(LAB_FACTS) ansible-playbook -i $(LAB_INVENTORY) playbooks/drift.yml --check --diff -e aicluster_fail_on_drift=$(if $(FAIL_ON_DRIFT),true,false)
 
 # ------------------------------------------------------------------ tests
 .PHONY: test
-test: setup unit lint sanity build-check molecule ## everything CI runs
+test: setup unit lint sanity build-check lab-check molecule ## everything CI runs
 
 .PHONY: unit
 unit: venv collections ## pytest: parsers, modules, filters, lab tooling (tests/unit)
 	$(VENV)/bin/python -m pytest -q tests/unit
 
 .PHONY: lint
-lint: venv collections ## ansible-lint, production profile
+lint: venv collections ## ansible-lint (production profile) and antsibull-docs on every plugin's and role's documentation
 	ansible-lint --offline --profile production
+	cd .collections/ansible_collections/aicluster/infra && antsibull-docs lint-collection-docs --plugin-docs .
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/aicluster/infra
@@ -102,6 +108,10 @@ sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/ai
 .PHONY: build-check
 build-check: venv ## build the collection tarball, install it into an empty path, resolve it by FQCN
 	scripts/build-check.sh
+
+.PHONY: lab-check
+lab-check: lab-image ## two labs side by side, each with its own inventory, hosts and fact cache (tests/lab, ~1 min)
+	$(VENV)/bin/python -m pytest -q tests/lab
 
 .PHONY: molecule
 molecule: lab-image ## every molecule scenario (lab hosts, podman)

@@ -3,7 +3,8 @@
     lab.py setup                 make this machine able to run the lab (podman settings)
     lab.py image [--force]       build the lab image from lab/image/ (cached by recipe hash)
     lab.py up [--name N] [--compute N] [--profile P] [--host-profile gpu02=P]
-                                 start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml,
+                                 start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml
+                                 (inventories/lab-N/hosts.yml for a lab other than aic),
                                  install the simulated hardware (lab/hwsim/install.yml)
     lab.py down [--name N]       remove every container, network and volume of that lab, nothing else
     lab.py status [--name N]
@@ -47,6 +48,7 @@ MIRROR = os.environ.get('LAB_MIRROR', 'http://deb.debian.org/debian')
 LABEL = 'aicluster.lab'
 CONTAINERS_CONF = '/etc/containers/containers.conf.d/50-aicluster-lab.conf'
 INVENTORY = os.path.join(REPO, 'inventories', 'lab', 'hosts.yml')
+DEFAULT_LAB = 'aic'
 HWSIM_INSTALL = os.path.join(HERE, 'hwsim', 'install.yml')
 HWSIM_STATE = '/var/lib/hwsim'
 DEFAULT_PROFILE = 'hgx-h100-ib'
@@ -412,6 +414,31 @@ def inventory_text(lab, hosts, profiles=None):
     return '\n'.join(lines) + '\n'
 
 
+def lab_inventory(name):
+    """The inventory file a lab writes when none is given: inventories/lab/hosts.yml for the default lab,
+    inventories/lab-<name>/hosts.yml for any other, so two labs side by side never share an inventory (nor, through
+    host names, a fact cache: see lab_fact_cache)."""
+    if name == DEFAULT_LAB:
+        return INVENTORY
+    return os.path.join(REPO, 'inventories', 'lab-%s' % name, 'hosts.yml')
+
+
+def lab_fact_cache(name):
+    """The fact cache of a lab's runs (the Makefile passes it as ANSIBLE_CACHE_PLUGIN_CONNECTION): one per lab,
+    since facts are keyed by host name and every lab has a ctl01."""
+    return os.path.join(REPO, '.cache', 'facts' if name == DEFAULT_LAB else 'facts-%s' % name)
+
+
+def prepare_inventory_dir(inventory):
+    """A lab-<name> inventory directory gets the lab's group_vars (a link), so it is a whole lab inventory."""
+    folder = os.path.dirname(inventory)
+    os.makedirs(folder, exist_ok=True)
+    group_vars = os.path.join(folder, 'group_vars')
+    shared = os.path.join(REPO, 'inventories', 'lab', 'group_vars')
+    if os.path.abspath(folder) != os.path.dirname(INVENTORY) and not os.path.lexists(group_vars):
+        os.symlink(os.path.relpath(shared, folder), group_vars)
+
+
 def write_if_changed(path, text):
     current = None
     if os.path.exists(path):
@@ -451,10 +478,11 @@ def cmd_up(args):
         if name not in names:
             podman('rm', '-f', '-t', '10', name)
             log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
+    prepare_inventory_dir(args.inventory)
     if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
-        install_hwsim(args.inventory)
+        install_hwsim(args.inventory, args.name)
     log('lab %s is up: %s' % (args.name, ', '.join('%s=%s' % item for item in addresses.items())))
 
 
@@ -473,13 +501,14 @@ def host_profiles(hosts, default, overrides):
     return profiles
 
 
-def install_hwsim(inventory):
-    """Install the simulated hardware into every lab host (idempotent Ansible play)."""
+def install_hwsim(inventory, name):
+    """Install the simulated hardware into every lab host (idempotent Ansible play), with the lab's own fact cache."""
     playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     if not os.path.exists(playbook):
         playbook = shutil.which('ansible-playbook') or 'ansible-playbook'
     started = time.time()
-    result = run([playbook, '-i', inventory, HWSIM_INSTALL], check=False)
+    env = dict(os.environ, ANSIBLE_CACHE_PLUGIN_CONNECTION=lab_fact_cache(name))
+    result = run([playbook, '-i', inventory, HWSIM_INSTALL], check=False, env=env)
     if result.returncode != 0:
         sys.exit('lab: installing the simulated hardware failed:\n%s%s' % (result.stdout[-4000:], result.stderr[-2000:]))
     recap = [line for line in result.stdout.splitlines() if 'changed=' in line]
@@ -506,8 +535,13 @@ def cmd_down(args):
         podman(*(['volume', 'rm', '-f'] + volumes))
     if os.path.exists(args.inventory):
         with open(args.inventory, encoding='utf-8') as handle:
-            if 'lab.py up --name %s;' % args.name in handle.readline() + handle.readline():
-                os.remove(args.inventory)
+            ours = 'lab.py up --name %s;' % args.name in handle.readline() + handle.readline()
+        if ours:
+            os.remove(args.inventory)
+            folder = os.path.dirname(args.inventory)
+            if args.inventory == lab_inventory(args.name) and args.inventory != INVENTORY:
+                shutil.rmtree(folder, ignore_errors=True)  # inventories/lab-<name>/: its hosts.yml and group_vars link
+    shutil.rmtree(lab_fact_cache(args.name), ignore_errors=True)
     log('lab %s is down: removed %d containers, %d networks, %d volumes' % (
         args.name, len(containers), len(networks), len(volumes)))
 
@@ -539,8 +573,10 @@ def main():
     for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status),
                        ('fault', cmd_fault), ('clear', cmd_fault)):
         cmd = sub.add_parser(name)
-        cmd.add_argument('--name', default=os.environ.get('LAB_NAME', 'aic'), help='lab name (default: aic)')
-        cmd.add_argument('--inventory', default=INVENTORY)
+        cmd.add_argument('--name', default=os.environ.get('LAB_NAME', DEFAULT_LAB), help='lab name (default: aic)')
+        cmd.add_argument('--inventory', default=None,
+                         help='inventory file to write (default: inventories/lab/hosts.yml for the lab aic, '
+                              'inventories/lab-NAME/hosts.yml for any other)')
         if name == 'up':
             cmd.add_argument('--compute', type=int, default=int(os.environ.get('LAB_COMPUTE', '3')),
                              help='number of compute hosts gpu01..gpuNN (default: 3)')
@@ -554,6 +590,8 @@ def main():
             cmd.add_argument('rest', nargs=argparse.REMAINDER, help='fault kind and arguments')
         cmd.set_defaults(func=func)
     args = parser.parse_args()
+    if getattr(args, 'name', None) is not None and getattr(args, 'inventory', 'x') is None:
+        args.inventory = lab_inventory(args.name)
     if os.geteuid() != 0:
         sys.exit('lab: rootful podman is needed; run as root')
     args.func(args)

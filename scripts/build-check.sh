@@ -14,10 +14,23 @@ export ANSIBLE_COLLECTIONS_PATH=$out/path
 ansible-galaxy collection install --offline --no-deps --force -p "$out/path" "$tarball" >/dev/null
 cd "$out"   # away from the repository's ansible.cfg
 unset ANSIBLE_CONFIG
-if tar -tzf "$tarball" | grep -E '(^|/)(\.venv|\.collections|lab/\.state|artifacts|build)/' ; then
-  echo "build-check: the tarball holds lab or build artefacts (see build_ignore in galaxy.yml)" >&2
+# Only the collection's runtime content: an allow-list of top-level paths, no caches, and a size bound (a stray
+# capture, lab image or virtual environment would blow it).
+allowed='^(MANIFEST\.json|FILES\.json|README\.md|COPYING|requirements\.txt|meta|plugins|roles|playbooks|docs|changelogs|inventories)(/|$)'
+unexpected=$(tar -tzf "$tarball" | sed 's|^\./||' | grep -Ev "$allowed" || true)
+caches=$(tar -tzf "$tarball" | grep -E '(^|/)(__pycache__|\.hypothesis|\.pytest_cache|\.molecule)(/|$)|\.pyc$' || true)
+lab=$(tar -tzf "$tarball" | grep -E '^(\./)?inventories/' | grep -Ev '^(\./)?inventories/(example)?(/|$)' || true)
+if [ -n "$unexpected$caches$lab" ]; then
+  echo "build-check: the tarball holds more than the collection's runtime content (see build_ignore in galaxy.yml):" >&2
+  printf '%s\n' $unexpected $caches $lab | head -20 >&2
   exit 1
 fi
+kib=$(du -k "$tarball" | cut -f1)
+if [ "$kib" -gt 2048 ]; then
+  echo "build-check: the tarball is $kib KiB, over the 2048 KiB bound; what grew?" >&2
+  exit 1
+fi
+echo "build-check: contents: $(tar -tzf "$tarball" | sed 's|^\./||' | cut -d/ -f1 | sort -u | tr '\n' ' ')"
 # Every module, filter and role in the tree must resolve from the installed copy.
 check() { ansible-doc -t "$1" "$2" >/dev/null || { echo "build-check: ansible-doc -t $1 $2 failed" >&2; exit 1; }; }
 n=0

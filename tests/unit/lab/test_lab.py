@@ -112,3 +112,25 @@ def test_rail_networks_with_conflicting_subnets_stop():
         return module, data
     with pytest.raises(SystemExit, match='demo-rail0-roce'):
         lab.rail_plan('demo', {'gpu01': 'hgx-h100-roce', 'gpu02': 'other'}, loader=loader)
+
+
+def test_each_lab_has_its_own_inventory_and_fact_cache():
+    lab = _lab()
+    assert lab.lab_inventory('aic') == os.path.join(REPO, 'inventories', 'lab', 'hosts.yml')
+    assert lab.lab_inventory('other') == os.path.join(REPO, 'inventories', 'lab-other', 'hosts.yml')
+    assert lab.lab_fact_cache('aic') == os.path.join(REPO, '.cache', 'facts')
+    assert lab.lab_fact_cache('other') == os.path.join(REPO, '.cache', 'facts-other')
+
+
+def test_another_labs_inventory_directory_gets_the_lab_group_vars(tmp_path, monkeypatch):
+    lab = _lab()
+    monkeypatch.setattr(lab, 'REPO', str(tmp_path))
+    monkeypatch.setattr(lab, 'INVENTORY', str(tmp_path / 'inventories' / 'lab' / 'hosts.yml'))
+    (tmp_path / 'inventories' / 'lab' / 'group_vars').mkdir(parents=True)
+    inventory = str(tmp_path / 'inventories' / 'lab-other' / 'hosts.yml')
+    lab.prepare_inventory_dir(inventory)
+    link = tmp_path / 'inventories' / 'lab-other' / 'group_vars'
+    assert os.readlink(str(link)) == os.path.join('..', 'lab', 'group_vars') and link.is_dir()
+    lab.prepare_inventory_dir(inventory)  # again: left as it is
+    lab.prepare_inventory_dir(lab.INVENTORY)  # the default lab's directory holds the group_vars themselves
+    assert not os.path.islink(str(tmp_path / 'inventories' / 'lab' / 'group_vars'))

@@ -1,0 +1,72 @@
+"""Two labs side by side (make lab-check): each has its own inventory, hosts and fact cache, and taking one down
+leaves the other's inventory and hosts alone. Brings up two one-compute labs without simulated hardware (~1 min)."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAB = [sys.executable, os.path.join(REPO, 'lab', 'lab.py')]
+VENV_BIN = os.path.dirname(sys.executable)
+NAMES = ('pairone', 'pairtwo')
+
+
+def _lab(*args):
+    return subprocess.run(LAB + list(args), cwd=REPO, check=True, text=True, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT).stdout
+
+
+def _inventory(name):
+    return os.path.join(REPO, 'inventories', 'lab-%s' % name)
+
+
+def _addresses(name):
+    with open(os.path.join(_inventory(name), 'hosts.yml')) as handle:
+        hosts = yaml.safe_load(handle)['all']['hosts']
+    return dict((host, values['ansible_host']) for host, values in hosts.items())
+
+
+def _ping(name):
+    """ctl01's own address, as the lab's inventory reaches it with the lab's fact cache."""
+    env = dict(os.environ, PATH=VENV_BIN + os.pathsep + os.environ['PATH'], ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(REPO, '.cache', 'facts-%s' % name),
+               ANSIBLE_LOAD_CALLBACK_PLUGINS='1', ANSIBLE_STDOUT_CALLBACK='ansible.builtin.json')
+    out = subprocess.run(['ansible', '-i', _inventory(name), 'ctl01', '-m', 'ansible.builtin.setup', '-a',
+                          'gather_subset=!all,!min,network'], cwd=REPO, env=env, check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    facts = json.loads(out)['plays'][0]['tasks'][0]['hosts']['ctl01']['ansible_facts']
+    return facts['ansible_all_ipv4_addresses']
+
+
+@pytest.fixture(scope='module')
+def two_labs():
+    if os.geteuid() != 0 or subprocess.run(['podman', '--version'], stdout=subprocess.DEVNULL).returncode != 0:
+        pytest.fail('the lab tests need rootful podman (make setup)')
+    for name in NAMES:
+        _lab('down', '--name', name)
+    try:
+        for name in NAMES:
+            _lab('up', '--name', name, '--compute', '1', '--no-hwsim')
+        yield
+    finally:
+        for name in NAMES:
+            _lab('down', '--name', name)
+
+
+def test_two_labs_side_by_side(two_labs):
+    one, two = (_addresses(name) for name in NAMES)
+    assert set(one) == set(two) == {'ctl01', 'gpu01'}
+    assert one['ctl01'] != two['ctl01']
+    # the default lab's inventory is not touched
+    assert os.path.islink(os.path.join(_inventory('pairone'), 'group_vars'))
+    for name, addresses in zip(NAMES, (one, two)):
+        assert addresses['ctl01'] in _ping(name), name
+        assert os.path.isfile(os.path.join(REPO, '.cache', 'facts-%s' % name, 's1_ctl01')), name
+
+    _lab('down', '--name', 'pairone')
+    assert not os.path.exists(_inventory('pairone')) and not os.path.exists(os.path.join(REPO, '.cache', 'facts-pairone'))
+    assert _addresses('pairtwo') == two
+    assert two['ctl01'] in _ping('pairtwo')
