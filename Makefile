@@ -109,6 +109,10 @@ sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/ai
 build-check: venv ## build the collection tarball, install it into an empty path, resolve it by FQCN
 	scripts/build-check.sh
 
+.PHONY: ee-context
+ee-context: build-check ## the execution environment's build context in build/ee/context (docs/awx.md)
+	@echo "ee-context: podman build -t aicluster-ee build/ee/context (needs the base image's registry)"
+
 .PHONY: lab-check
 lab-check: lab-image ## two labs side by side, each with its own inventory, hosts and fact cache (tests/lab, ~1 min)
 	$(VENV)/bin/python -m pytest -q tests/lab

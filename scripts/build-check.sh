@@ -31,6 +31,21 @@ if [ "$kib" -gt 2048 ]; then
   exit 1
 fi
 echo "build-check: contents: $(tar -tzf "$tarball" | sed 's|^\./||' | cut -d/ -f1 | sort -u | tr '\n' ' ')"
+# The execution environment: ansible-builder makes a build context holding this tarball, and its introspection of
+# the installed collection finds the Python and system packages meta/execution-environment.yml names.
+version=$(sed -n 's/^version: *//p' "$repo/galaxy.yml")
+grep -q "aicluster-infra-$version.tar.gz" "$repo/execution-environment.yml" || {
+  echo "build-check: execution-environment.yml does not name aicluster-infra-$version.tar.gz (galaxy.yml's version)" >&2; exit 1; }
+rm -rf "$repo/build/ee" && mkdir -p "$repo/build/ee"
+cp "$tarball" "$repo/build/ee/"
+(cd "$repo" && ansible-builder create -f execution-environment.yml -c build/ee/context >/dev/null)
+test -s "$repo/build/ee/context/Containerfile" && test -s "$repo/build/ee/context/_build/collections/aicluster-infra-$version.tar.gz"
+deps=$(python3 "$repo/build/ee/context/_build/scripts/introspect.py" introspect "$out/path")
+for dep in netaddr 'openssh-client \[platform:dpkg\]' 'openssh-clients \[platform:rpm\]'; do
+  echo "$deps" | grep -q "$dep" || { echo "build-check: the EE introspection misses $dep:" >&2; echo "$deps" >&2; exit 1; }
+done
+echo "build-check: ansible-builder create made build/ee/context; the collection asks the EE for: $(echo "$deps" | grep -c 'from collection') packages"
+
 # Every module, filter and role in the tree must resolve from the installed copy.
 check() { ansible-doc -t "$1" "$2" >/dev/null || { echo "build-check: ansible-doc -t $1 $2 failed" >&2; exit 1; }; }
 n=0
