@@ -8,23 +8,34 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
+
 from ansible.errors import AnsibleFilterError
 from ansible.module_utils.six.moves.collections_abc import Mapping
 
-from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import (
-    check_slurm_vars,
-    gpu_fit,
-    gpu_info_for_node,
-    known_nodes,
-    node_group_of,
-    node_record,
-    parse_slurmd_c,
-    restart_reasons,
-    slurm_node_lines,
-    slurm_nodes,
-    slurm_partition_lines,
-)
-from ansible_collections.aicluster.infra.plugins.module_utils.slurm_topology import decide_topology, topology_reads
+# Imported on a filter's first call, not with this file: Ansible loads every filter file of a collection to find one
+# filter, in every worker process (one per host and task), so an import here costs every task that uses any
+# aicluster.infra filter (docs/scale.md "What a task costs the control node").
+_MODULE_UTILS = 'ansible_collections.aicluster.infra.plugins.module_utils.'
+_FUNCTIONS = {
+    'check_slurm_vars': 'slurm_conf',
+    'decide_topology': 'slurm_topology',
+    'gpu_fit': 'slurm_conf',
+    'gpu_info_for_node': 'slurm_conf',
+    'known_nodes': 'slurm_conf',
+    'node_group_of': 'slurm_conf',
+    'node_record': 'slurm_conf',
+    'parse_slurmd_c': 'slurm_conf',
+    'restart_reasons': 'slurm_conf',
+    'slurm_node_lines': 'slurm_conf',
+    'slurm_nodes': 'slurm_conf',
+    'slurm_partition_lines': 'slurm_conf',
+    'topology_reads': 'slurm_topology',
+}
+
+
+def _function(name):
+    return getattr(importlib.import_module(_MODULE_UTILS + _FUNCTIONS[name]), name)
 
 
 def _call(name, function, *args, **kwargs):
@@ -36,11 +47,11 @@ def _call(name, function, *args, **kwargs):
 
 
 def _parse_slurmd_c(text):
-    return _call('parse_slurmd_c', parse_slurmd_c, text)
+    return _call('parse_slurmd_c', _function('parse_slurmd_c'), text)
 
 
 def _slurm_node_record(slurmd_c, gpu_info=None, gpus=None):
-    return _call('slurm_node_record', node_record, slurmd_c, gpu_info=gpu_info or None, gpus=gpus)
+    return _call('slurm_node_record', _function('node_record'), slurmd_c, gpu_info=gpu_info or None, gpus=gpus)
 
 
 def _records_from_hostvars(names, hostvars):
@@ -56,47 +67,47 @@ def _slurm_nodes(names, records, node_groups=None, groups=None, conf_in_service=
                  mem_spec_limit='auto', core_spec_count='auto', optional=None):
     if isinstance(records, Mapping):
         records = _records_from_hostvars(names, records)
-    known = _call('slurm_nodes', known_nodes, conf_in_service or '')
-    return _call('slurm_nodes', slurm_nodes, names, records, node_groups=node_groups, groups=groups,
+    known = _call('slurm_nodes', _function('known_nodes'), conf_in_service or '')
+    return _call('slurm_nodes', _function('slurm_nodes'), names, records, node_groups=node_groups, groups=groups,
                  known=known, allow_missing=allow_missing, mem_spec_limit=mem_spec_limit, core_spec_count=core_spec_count,
                  optional=optional)
 
 
 def _slurm_node_group_of(node_groups, host, groups=None):
-    return _call('slurm_node_group_of', node_group_of, node_groups, host, groups)
+    return _call('slurm_node_group_of', _function('node_group_of'), node_groups, host, groups)
 
 
 def _slurm_usable_gpus(gpu_info, gpus=None, cpus=None):
-    return _call('slurm_usable_gpus', gpu_info_for_node, gpu_info, gpus, cpus)
+    return _call('slurm_usable_gpus', _function('gpu_info_for_node'), gpu_info, gpus, cpus)
 
 
 def _slurm_node_lines(nodes, state='UNKNOWN'):
-    return _call('slurm_node_lines', slurm_node_lines, nodes, state=state)
+    return _call('slurm_node_lines', _function('slurm_node_lines'), nodes, state=state)
 
 
 def _slurm_partition_lines(partitions, groups, compute_nodes=None, nodes=None, def_mem_per_gpu='auto', def_cpu_per_gpu='auto'):
-    return _call('slurm_partition_lines', slurm_partition_lines, partitions, groups, compute_nodes=compute_nodes,
+    return _call('slurm_partition_lines', _function('slurm_partition_lines'), partitions, groups, compute_nodes=compute_nodes,
                  nodes=nodes, def_mem_per_gpu=def_mem_per_gpu, def_cpu_per_gpu=def_cpu_per_gpu)
 
 
 def _slurm_vars_problems(partitions, node_groups, compute_nodes, groups, settings=None):
-    return _call('slurm_vars_problems', check_slurm_vars, partitions, node_groups, compute_nodes, groups, settings=settings)
+    return _call('slurm_vars_problems', _function('check_slurm_vars'), partitions, node_groups, compute_nodes, groups, settings=settings)
 
 
 def _slurm_conf_restart_reasons(old_text, new_text):
-    return _call('slurm_conf_restart_reasons', restart_reasons, old_text or '', new_text)
+    return _call('slurm_conf_restart_reasons', _function('restart_reasons'), old_text or '', new_text)
 
 
 def _slurm_gpu_fit(hosts, hostvars, node_groups, groups):
-    return _call('slurm_gpu_fit', gpu_fit, hosts, hostvars, node_groups, groups)
+    return _call('slurm_gpu_fit', _function('gpu_fit'), hosts, hostvars, node_groups, groups)
 
 
 def _slurm_topology(nodes, plugin, **kwargs):
-    return _call('slurm_topology', decide_topology, nodes, plugin, **kwargs)
+    return _call('slurm_topology', _function('decide_topology'), nodes, plugin, **kwargs)
 
 
 def _slurm_topology_reads(ib_infos, hcas=None, port=1, host=None):
-    return _call('slurm_topology_reads', topology_reads, ib_infos, hcas=hcas or None, port=port, host=host or None)
+    return _call('slurm_topology_reads', _function('topology_reads'), ib_infos, hcas=hcas or None, port=port, host=host or None)
 
 
 class FilterModule(object):

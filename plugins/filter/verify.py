@@ -14,12 +14,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import importlib
+
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aicluster.infra.plugins.module_utils.verify import decide, document
+# Imported on a filter's first call, not with this file: Ansible loads every filter file of a collection to find one
+# filter, in every worker process (one per host and task), so an import here costs every task that uses any
+# aicluster.infra filter (docs/scale.md "What a task costs the control node").
+_VERIFY = 'ansible_collections.aicluster.infra.plugins.module_utils.verify.'
 
 
 def _call(name, function, *args):
+    module, attribute = function.split('.')
+    function = getattr(importlib.import_module(_VERIFY + module), attribute)
     try:
         return function(*args)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
@@ -28,62 +35,62 @@ def _call(name, function, *args):
 
 def verify_ib(observations, expected):
     """Areas ib and net: node -> {ib_info, links, pings, peer} in; the outcome (ports, fleet uniformity, MTU) out."""
-    return _call('verify_ib', decide.ib, observations, expected)
+    return _call('verify_ib', 'decide.ib', observations, expected)
 
 
 def verify_mtu_plan(observations, expected):
     """Area net, before the pings: node -> {ib_info, links, peer} in; node -> the rails to ping out."""
-    return _call('verify_mtu_plan', decide.mtu_plan, observations, expected)
+    return _call('verify_mtu_plan', 'decide.mtu_plan', observations, expected)
 
 
 def verify_fabric(fabric_info, checked, expected):
     """Area fabric: the fabric_info result and each node's HCAs in rail order in; the outcome (None: not read) out."""
-    return _call('verify_fabric', decide.fabric, fabric_info, checked, expected)
+    return _call('verify_fabric', 'decide.fabric', fabric_info, checked, expected)
 
 
 def verify_link(observations, expected):
     """Area ib, link quality: each node's counter reads before and after the bandwidth tests -> results."""
-    return _call('verify_link', decide.link, observations, expected)
+    return _call('verify_link', 'decide.link', observations, expected)
 
 
 def verify_perftest_plan(observations, expected):
     """Area perftest, before the rounds: node -> {ib_info, address} in; endpoints and rounds out."""
-    return _call('verify_perftest_plan', decide.perftest_plan, observations, expected)
+    return _call('verify_perftest_plan', 'decide.perftest_plan', observations, expected)
 
 
 def verify_perftest_tests(pairs, outcome, base_port, test=None):
     """The tests of one round (client, server, HCAs, port, line rate, per-side options) of ``test`` for ``pairs`` of the plan."""
-    return _call('verify_perftest_tests', decide.perftest_tests, pairs, outcome, base_port, test)
+    return _call('verify_perftest_tests', 'decide.perftest_tests', pairs, outcome, base_port, test)
 
 
 def verify_perftest_round(outcome, async_results, expected):
     """Area perftest, after a round: the clients' async results in; the outcome with the pairs judged out."""
-    return _call('verify_perftest_round', decide.perftest_round, outcome, async_results, expected)
+    return _call('verify_perftest_round', 'decide.perftest_round', outcome, async_results, expected)
 
 
 def verify_gpu(observations, expected):
     """Area gpu: node -> {gpu_info, nvlink_status, nvlink_errors, retired, compute_apps, dmesg, dcgm_diag} in."""
-    return _call('verify_gpu', decide.gpu, observations, expected)
+    return _call('verify_gpu', 'decide.gpu', observations, expected)
 
 
 def verify_nccl(observations, expected):
     """Area nccl, single node: node -> {gpu_info, run} in; per-node results, busbw figures and fleet median out."""
-    return _call('verify_nccl', decide.nccl, observations, expected)
+    return _call('verify_nccl', 'decide.nccl', observations, expected)
 
 
 def verify_nccl_multi_node(outcome, run, expected):
     """Area nccl, across nodes: the single-node outcome and the srun run in; the outcome with the multi-node result."""
-    return _call('verify_nccl_multi_node', decide.nccl_multi_node, outcome, run, expected)
+    return _call('verify_nccl_multi_node', 'decide.nccl_multi_node', outcome, run, expected)
 
 
 def verify_ready_nodes(variables, slurm_nodes, nodes):
     """The nodes that passed every check so far (the outcome facts in ``variables``) and that Slurm has in service."""
-    return _call('verify_ready_nodes', decide.ready_nodes, variables, slurm_nodes, nodes)
+    return _call('verify_ready_nodes', 'decide.ready_nodes', variables, slurm_nodes, nodes)
 
 
 def verify_table(doc):
     """The verdict table of a results.json document, as lines."""
-    return _call('verify_table', document.table, doc)
+    return _call('verify_table', 'document.table', doc)
 
 
 class FilterModule(object):

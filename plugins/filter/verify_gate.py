@@ -10,11 +10,11 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aicluster.infra.plugins.module_utils.verify import busy
-
 
 def verify_busy_plan(read, expected):
     """slurm_node_info's registered result and the gate's expectations in; busy nodes and the reservation plan out."""
+    # imported on the first call (see filter/verify.py)
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify import busy
     try:
         return busy.plan(read, expected)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:

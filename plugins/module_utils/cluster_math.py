@@ -11,12 +11,15 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_sort_key
 
-try:
-    import netaddr
-    HAS_NETADDR = True
-except ImportError:  # pragma: no cover - netaddr is in requirements.txt
-    netaddr = None
-    HAS_NETADDR = False
+
+def _netaddr():
+    """netaddr, imported on first use: it costs a tenth of a second, and this module is loaded by every Slurm filter
+    call (docs/scale.md "What a task costs the control node")."""
+    try:
+        import netaddr
+    except ImportError:  # pragma: no cover - netaddr is in requirements.txt
+        raise AddressError('ipoib_address needs the Python netaddr library on the controller')
+    return netaddr
 
 
 class AddressError(ValueError):
@@ -416,8 +419,7 @@ def ipoib_address(index, subnet, offset=0):
     address) is skipped.  Raises AddressError (a ValueError) naming the
     subnet, its usable size and the index when the subnet is too small.
     """
-    if not HAS_NETADDR:
-        raise AddressError('ipoib_address needs the Python netaddr library on the controller')
+    netaddr = _netaddr()
     if isinstance(index, bool) or isinstance(offset, bool):
         raise AddressError('ipoib_address: index and offset must be integers, not booleans')
     try:
