@@ -22,7 +22,7 @@ caches=$(tar -tzf "$tarball" | grep -E '(^|/)(__pycache__|\.hypothesis|\.pytest_
 lab=$(tar -tzf "$tarball" | grep -E '^(\./)?inventories/' | grep -Ev '^(\./)?inventories/(example)?(/|$)' || true)
 if [ -n "$unexpected$caches$lab" ]; then
   echo "build-check: the tarball holds more than the collection's runtime content (see build_ignore in galaxy.yml):" >&2
-  printf '%s\n' $unexpected $caches $lab | head -20 >&2
+  printf '%s\n' "$unexpected" "$caches" "$lab" | grep -v '^$' | head -20 >&2
   exit 1
 fi
 kib=$(du -k "$tarball" | cut -f1)

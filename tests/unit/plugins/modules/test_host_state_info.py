@@ -54,7 +54,7 @@ def test_nothing_asked_runs_nothing(run_module):
 
 def test_check_mode_reads_the_same(run_module):
     result, calls = run_module(host_state_info, dict(services=['munge'], _ansible_check_mode=True),
-                               {'systemctl': (0, SYSTEMCTL.split('\n\n')[0], '')})
+                               {'systemctl': (0, SYSTEMCTL.split('\n\n', maxsplit=1)[0], '')})
     assert len(calls) == 1 and result['services_to_start'] == []
 
 
