@@ -16,10 +16,11 @@ __metaclass__ = type
 SYSTEMCTL_PROPERTIES = ('Id', 'LoadState', 'ActiveState', 'UnitFileState')
 
 # systemd_service takes a unit as running when ActiveState is one of these (a unit that is starting is left to finish).
-RUNNING_STATES = ('active', 'activating', 'reloading')
+RUNNING_STATES = ('active', 'activating')
 
-# `systemctl is-enabled` exits 0 for these UnitFileStates, which is what systemd_service calls enabled.
-ENABLED_STATES = ('enabled', 'enabled-runtime', 'static', 'alias', 'indirect', 'generated', 'transient')
+# systemd_service takes a unit as enabled when `systemctl is-enabled` exits 0 and prints none of enabled-runtime (gone
+# at the next boot), indirect or alias: those it enables again. The UnitFileState property prints the same words.
+ENABLED_STATES = ('enabled', 'static', 'generated', 'transient')
 
 
 def parse_systemctl_show(text):

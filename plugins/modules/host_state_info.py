@@ -100,10 +100,12 @@ services:
       description: Whether systemd knows the unit.
       type: bool
     running:
-      description: Whether it is active (or activating, or reloading).
+      description: Whether it is active or activating.
       type: bool
     enabled:
-      description: Whether C(systemctl is-enabled) would succeed for it.
+      description:
+        - Whether it starts at boot as M(ansible.builtin.systemd_service) judges it (C(enabled), C(static),
+          C(generated), C(transient)); C(enabled-runtime) (gone at the next boot), C(indirect) and C(alias) are not.
       type: bool
     active_state:
       description: systemd's ActiveState.

@@ -49,8 +49,12 @@ def test_matched_by_id_when_the_count_differs():
 @pytest.mark.parametrize('active, unit_file, start', [
     ('active', 'enabled', False),
     ('activating', 'enabled', False),       # starting: left to finish, as systemd_service does
-    ('reloading', 'static', False),         # static units are enabled for `systemctl is-enabled`
-    ('active', 'enabled-runtime', False),
+    ('active', 'static', False),            # static units are enabled for `systemctl is-enabled` and systemd_service
+    ('active', 'generated', False),
+    ('active', 'enabled-runtime', True),    # enabled until the next boot only: systemd_service enables it for good
+    ('active', 'indirect', True),           # systemd_service enables these again too
+    ('active', 'alias', True),
+    ('reloading', 'enabled', True),         # not running for systemd_service: it asks systemd to start it (a no-op)
     ('active', 'disabled', True),
     ('failed', 'enabled', True),
     ('inactive', 'masked', True),           # the start task then fails on the mask, naming it
@@ -62,3 +66,12 @@ def test_running_and_enabled_as_systemd_service_sees_them(active, unit_file, sta
 
 def test_nothing_read_means_everything_to_start():
     assert services_to_start(service_states(['munge'], '')) == ['munge']
+
+
+def test_a_unit_enabled_until_the_next_boot_only():
+    # Debian 12 lab host (systemd 252): `systemctl disable X; systemctl enable --runtime X`. systemd_service reports
+    # changed on it (it enables the unit for good), so the role's start task must run: the read lists it.
+    text = 'Id=e2scrub_reap.service\nLoadState=loaded\nActiveState=inactive\nUnitFileState=enabled-runtime\n'
+    states = service_states(['e2scrub_reap'], text)
+    assert states['e2scrub_reap']['enabled'] is False
+    assert services_to_start(states) == ['e2scrub_reap']
