@@ -590,7 +590,7 @@ def main():
             cmd.add_argument('rest', nargs=argparse.REMAINDER, help='fault kind and arguments')
         cmd.set_defaults(func=func)
     args = parser.parse_args()
-    if getattr(args, 'name', None) is not None and getattr(args, 'inventory', 'x') is None:
+    if 'inventory' in vars(args) and args.inventory is None:
         args.inventory = lab_inventory(args.name)
     if os.geteuid() != 0:
         sys.exit('lab: rootful podman is needed; run as root')
