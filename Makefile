@@ -45,7 +45,12 @@ $(STAMP): requirements.txt requirements-dev.txt
 	@touch $@
 
 .PHONY: venv
-venv: $(STAMP) ## the Python virtual environment: runtime (requirements.txt) and test tools (requirements-dev.txt)
+venv: $(STAMP) $(VENV)/bin/aicluster ## the Python virtual environment: runtime (requirements.txt) and test tools (requirements-dev.txt)
+
+# `aicluster run STAGE -i INVENTORY` (bin/aicluster) with this venv's Python, activated or not
+$(VENV)/bin/aicluster: $(STAMP)
+	@printf '#!/bin/sh\nexec "%s/bin/python" "%s/bin/aicluster" "$$@"\n' "$(CURDIR)/$(VENV)" "$(CURDIR)" > $@
+	@chmod 0755 $@
 
 .PHONY: collections
 collections: $(STAMP) ## containers.podman etc. (offline, from the ansible wheel) + link to this collection
@@ -114,7 +119,7 @@ ee-context: build-check ## the execution environment's build context in build/ee
 	@echo "ee-context: podman build -t aicluster-ee build/ee/context (needs the base image's registry)"
 
 .PHONY: lab-check
-lab-check: lab-image ## two labs side by side, each with its own inventory, hosts and fact cache (tests/lab, ~1 min)
+lab-check: lab-image ## tests/lab: the oldest ansible-core admitted, the README's real-cluster path verbatim, two labs side by side (~10 min)
 	$(VENV)/bin/python -m pytest -q tests/lab
 
 .PHONY: molecule

@@ -16,7 +16,7 @@ cd "$out"   # away from the repository's ansible.cfg
 unset ANSIBLE_CONFIG
 # Only the collection's runtime content: an allow-list of top-level paths, no caches, and a size bound (a stray
 # capture, lab image or virtual environment would blow it).
-allowed='^(MANIFEST\.json|FILES\.json|README\.md|COPYING|requirements\.txt|meta|plugins|roles|playbooks|docs|changelogs|inventories)(/|$)'
+allowed='^(MANIFEST\.json|FILES\.json|README\.md|COPYING|requirements\.txt|bin|meta|plugins|roles|playbooks|docs|changelogs|inventories)(/|$)'
 unexpected=$(tar -tzf "$tarball" | sed 's|^\./||' | grep -Ev "$allowed" || true)
 caches=$(tar -tzf "$tarball" | grep -E '(^|/)(__pycache__|\.hypothesis|\.pytest_cache|\.molecule)(/|$)|\.pyc$' || true)
 lab=$(tar -tzf "$tarball" | grep -E '^(\./)?inventories/' | grep -Ev '^(\./)?inventories/(example)?(/|$)' || true)
@@ -31,6 +31,11 @@ if [ "$kib" -gt 2048 ]; then
   exit 1
 fi
 echo "build-check: contents: $(tar -tzf "$tarball" | sed 's|^\./||' | cut -d/ -f1 | sort -u | tr '\n' ' ')"
+# The command-line entry point comes with the collection, executable, and runs from the installed copy.
+cli=$out/path/ansible_collections/aicluster/infra/bin/aicluster
+test -x "$cli" || { echo "build-check: bin/aicluster is missing or not executable in the installed collection" >&2; exit 1; }
+stages=$("$cli" stages)
+grep -q '^verify ' <<<"$stages" || { echo "build-check: bin/aicluster stages does not list verify" >&2; exit 1; }
 # The execution environment: ansible-builder makes a build context holding this tarball, and its introspection of
 # the installed collection finds the Python and system packages meta/execution-environment.yml names.
 version=$(sed -n 's/^version: *//p' "$repo/galaxy.yml")

@@ -3,6 +3,8 @@
 Real captures stay in ../shared/fixtures/real/ (provenance in its SOURCES.tsv):
 tests read them by path and never copy them into this repository.
 """
+import importlib.machinery
+import importlib.util
 import os
 
 import pytest
@@ -57,3 +59,12 @@ def fixture_files(tool):
 
 def read_fixture(kind, relpath):
     return real_fixture(relpath) if kind == 'real' else own_fixture(relpath)
+
+
+def load_program(path, name):
+    """A Python program without a .py name (a role's script, bin/aicluster) imported as a module, to test its parts."""
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_loader(name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module

@@ -5,8 +5,6 @@ into a temporary bin directory put first on PATH, with a temporary hwsim state d
 that keeps one node's state in a JSON file, so each test reads like the lab: inject a fault, run the program,
 read what it did in "Slurm". The decisions (drain/resume) and the parsers are also tested as functions.
 """
-import importlib.machinery
-import importlib.util
 import io
 import json
 import os
@@ -16,7 +14,7 @@ import time
 import pytest
 import yaml
 
-from _paths import REPO, own_fixture
+from _paths import REPO, load_program, own_fixture
 
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
@@ -29,15 +27,7 @@ PROGRAM = os.path.join(REPO, 'roles', 'slurm', 'files', 'aicluster-healthcheck')
 LAB_HCAS = ['mlx5_0', 'mlx5_3', 'mlx5_4', 'mlx5_5', 'mlx5_6', 'mlx5_7', 'mlx5_8', 'mlx5_9']  # inventories/lab verify_ib_hcas
 
 
-def _load():
-    loader = importlib.machinery.SourceFileLoader('aicluster_healthcheck', PROGRAM)
-    spec = importlib.util.spec_from_loader('aicluster_healthcheck', loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
-
-hc = _load()
+hc = load_program(PROGRAM, 'aicluster_healthcheck')
 
 FAKE_SCONTROL = '''#!{python}
 """scontrol stand-in: one node's State/Reason in $FAKE_SLURM (JSON); every call appended to $FAKE_SLURM.calls."""
