@@ -26,7 +26,6 @@ _FUNCTIONS = {
     'node_group_of': 'slurm_conf',
     'node_record': 'slurm_conf',
     'parse_slurmd_c': 'slurm_conf',
-    'restart_reasons': 'slurm_conf',
     'slurm_node_lines': 'slurm_conf',
     'slurm_nodes': 'slurm_conf',
     'slurm_partition_lines': 'slurm_conf',
@@ -94,10 +93,6 @@ def _slurm_vars_problems(partitions, node_groups, compute_nodes, groups, setting
     return _call('slurm_vars_problems', _function('check_slurm_vars'), partitions, node_groups, compute_nodes, groups, settings=settings)
 
 
-def _slurm_conf_restart_reasons(old_text, new_text):
-    return _call('slurm_conf_restart_reasons', _function('restart_reasons'), old_text or '', new_text)
-
-
 def _slurm_gpu_fit(hosts, hostvars, node_groups, groups):
     return _call('slurm_gpu_fit', _function('gpu_fit'), hosts, hostvars, node_groups, groups)
 
@@ -124,7 +119,6 @@ class FilterModule(object):
             'slurm_node_lines': _slurm_node_lines,
             'slurm_partition_lines': _slurm_partition_lines,
             'slurm_vars_problems': _slurm_vars_problems,
-            'slurm_conf_restart_reasons': _slurm_conf_restart_reasons,
             'slurm_topology': _slurm_topology,
             'slurm_topology_reads': _slurm_topology_reads,
         }

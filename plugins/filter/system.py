@@ -9,14 +9,7 @@ __metaclass__ = type
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.aicluster.infra.plugins.module_utils.system import free_space_report, mount_for_path
-
-
-def _mount_for_path(mounts, path):
-    try:
-        return mount_for_path(mounts, path)
-    except ValueError as exc:
-        raise AnsibleFilterError('mount_for_path: %s' % exc)
+from ansible_collections.aicluster.infra.plugins.module_utils.system import free_space_report
 
 
 def _free_space_report(mounts, minimums_gib):
@@ -31,6 +24,5 @@ def _free_space_report(mounts, minimums_gib):
 class FilterModule(object):
     def filters(self):
         return {
-            'mount_for_path': _mount_for_path,
             'free_space_report': _free_space_report,
         }

@@ -88,11 +88,6 @@ def verify_ready_nodes(variables, slurm_nodes, nodes):
     return _call('verify_ready_nodes', 'decide.ready_nodes', variables, slurm_nodes, nodes)
 
 
-def verify_table(doc):
-    """The verdict table of a results.json document, as lines."""
-    return _call('verify_table', 'document.table', doc)
-
-
 class FilterModule(object):
     """aicluster.infra verification filters."""
 
@@ -109,5 +104,4 @@ class FilterModule(object):
             'verify_nccl': verify_nccl,
             'verify_nccl_multi_node': verify_nccl_multi_node,
             'verify_ready_nodes': verify_ready_nodes,
-            'verify_table': verify_table,
         }

@@ -43,7 +43,6 @@ def test_the_table_through_the_filters():
         'PartitionName=gpu Nodes=gpu[01-03] Default=YES State=UP']
     assert FILTERS['slurm_node_group_of']([{'name': 'h100', 'groups': ['slurm_compute']}], 'gpu02', groups)['name'] == 'h100'
     assert len(FILTERS['slurm_usable_gpus'](GPU_INFO, 2)['gpus']) == 2
-    assert FILTERS['slurm_conf_restart_reasons']('', 'ClusterName=x\n') == []
     assert FILTERS['parse_slurmd_c'](SLURMD_C)['CPUs'] == 2
 
 

@@ -21,12 +21,11 @@ from ansible.errors import AnsibleFilterError
 from _paths import own_fixture
 
 from ansible_collections.aicluster.infra.plugins.filter import verify as vf
-from ansible_collections.aicluster.infra.plugins.module_utils.verify import document as vd
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 # The gate itself (plan, Slurm, results.json) is the verify_gate action (plugins/action/verify_gate.py), not a filter.
 FILTERS = ['verify_ib', 'verify_mtu_plan', 'verify_fabric', 'verify_link', 'verify_perftest_plan', 'verify_perftest_tests',
-           'verify_perftest_round', 'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes', 'verify_table']
+           'verify_perftest_round', 'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes']
 SKIPPED = {'changed': False, 'skipped': True}
 RUN = {'started': 's', 'finished': 'f', 'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain',
        'slurm': 'ctl01'}
@@ -215,14 +214,3 @@ def test_verify_ready_nodes():
     assert vf.verify_ready_nodes({}, slurm, ['a', 'b']) == []
     with pytest.raises(AnsibleFilterError, match='^verify_ready_nodes: '):
         vf.verify_ready_nodes(_variables(), slurm, None)
-
-
-def test_verify_table():
-    plan = vd.plan_gate(_variables(), [{'NodeName': 'a', 'State': 'IDLE'}, {'NodeName': 'b', 'State': 'IDLE'}],
-                        {'nodes': ['a', 'b', 'c'], 'mode': 'drain'})
-    doc = vd.document(plan, RUN, {'a': {'changed': True, 'state_after': 'IDLE+DRAIN'}})
-    lines = vf.verify_table(doc)
-    assert lines[0].split()[:3] == ['node', 'verdict', 'slurm'] and len(lines) == 5
-    assert lines[-1] == 'verdict FAIL: 3 nodes, 1 passed, 2 failed, 1 drained, 0 resumed'
-    with pytest.raises(AnsibleFilterError, match='^verify_table: '):
-        vf.verify_table({})
