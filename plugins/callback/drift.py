@@ -81,6 +81,20 @@ def _args(task, result):
     return {k: v for k, v in plain(task.args or {}).items() if not (isinstance(v, str) and '{{' in v)}
 
 
+# ansible-core 2.19 names a callback's task result's parts result, task and host; 2.16 to 2.18 only _result, _task and
+# _host (2.19 keeps those, deprecated from 2.23). The collection supports both (meta/runtime.yml).
+def _result_of(result):
+    return result.result if hasattr(result, 'result') else result._result
+
+
+def _task_of(result):
+    return result.task if hasattr(result, 'task') else result._task
+
+
+def _host_of(result):
+    return result.host if hasattr(result, 'host') else result._host
+
+
 class CallbackModule(CallbackBase):
     CALLBACK_VERSION = 2.0
     CALLBACK_TYPE = 'notification'
@@ -109,7 +123,7 @@ class CallbackModule(CallbackBase):
         self._play = to_text(play.get_name()).strip()
 
     def _host(self, result):
-        host = result.host
+        host = _host_of(result)
         if getattr(host, 'implicit', False):
             return None
         name = to_text(host.get_name())
@@ -120,7 +134,7 @@ class CallbackModule(CallbackBase):
         if not self._active:
             return
         host = self._host(result)
-        res = result.result
+        res = _result_of(result)
         facts = res.get('ansible_facts') or {}
         if facts.get(DIR_FACT):
             self._out = to_text(facts[DIR_FACT])
@@ -128,7 +142,7 @@ class CallbackModule(CallbackBase):
             return
         if isinstance(facts.get(HOST_FACT), dict):
             self._observed[host] = plain(facts[HOST_FACT])
-        task = result.task
+        task = _task_of(result)
         role = to_text(task._role.get_name(include_role_fqcn=False)) if task._role else ''
         items = res.get('results') if isinstance(res.get('results'), list) else None
         for item in items if items is not None else [res]:
@@ -147,7 +161,8 @@ class CallbackModule(CallbackBase):
             return
         host = self._host(result)
         if host:
-            msg = to_text(result.result.get('msg', 'failed')).splitlines()[0][:300] if result.result.get('msg') else 'failed'
+            res = _result_of(result)
+            msg = to_text(res['msg']).splitlines()[0][:300] if res.get('msg') else 'failed'
             self._problems.setdefault(host, []).append('%s: %s' % (to_text(result.task_name), msg))
 
     def v2_runner_on_unreachable(self, result):
@@ -155,7 +170,7 @@ class CallbackModule(CallbackBase):
             return
         host = self._host(result)
         if host:
-            self._problems.setdefault(host, []).append('unreachable: %s' % to_text(result.result.get('msg', ''))[:300])
+            self._problems.setdefault(host, []).append('unreachable: %s' % to_text(_result_of(result).get('msg', ''))[:300])
 
     def v2_runner_on_skipped(self, result):
         if self._active:

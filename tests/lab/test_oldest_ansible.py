@@ -1,0 +1,93 @@
+"""The oldest ansible-core the collection admits (meta/runtime.yml requires_ansible), for real (make lab-check).
+
+A virtual environment of tests/lab/requirements-oldest.txt (kept in .cache/venv-oldest, made again when that file
+changes) runs, first against the fresh lab check lab (ctl01, three GPU hosts with simulated hardware; conftest.py),
+what an operator runs:
+`aicluster run site` (bring-up and verify: the verdict PASS), the bring-up stages again (changed=0 everywhere) and
+`aicluster run drift` (0 hosts drifted). Then the unit tests that run real Ansible (the drift callback, the
+command-line entry point, the Slurm scripts rendered by Ansible's templating) run on that ansible-core.
+CI's own ansible-core (requirements.txt) runs everything else. About 5 minutes.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from _labrun import aicluster, lab_env, recap_changed
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REQUIREMENTS = os.path.join(REPO, 'tests', 'lab', 'requirements-oldest.txt')
+VENV = os.path.join(REPO, '.cache', 'venv-oldest')
+PYTHON = os.path.join(VENV, 'bin', 'python')
+WORK = os.path.join(REPO, '.cache', 'oldest-runs')
+
+
+def _pinned():
+    with open(REQUIREMENTS, encoding='utf-8') as handle:
+        text = handle.read()
+    return text, re.search(r'^ansible-core==(\S+)', text, re.M).group(1)
+
+
+def _venv():
+    """The oldest ansible-core's venv, made again only when requirements-oldest.txt changed."""
+    text, _version = _pinned()
+    stamp = os.path.join(VENV, 'requirements-oldest.txt')
+    if os.path.isfile(stamp):
+        with open(stamp, encoding='utf-8') as handle:
+            if handle.read() == text:
+                return
+    shutil.rmtree(VENV, ignore_errors=True)
+    subprocess.run([sys.executable, '-m', 'venv', VENV], check=True)
+    subprocess.run([os.path.join(VENV, 'bin', 'python'), '-m', 'pip', 'install', '--quiet', '-r', REQUIREMENTS],
+                   check=True)
+    shutil.copy(REQUIREMENTS, stamp)
+
+
+@pytest.fixture(scope='module')
+def oldest_lab(gpu_lab):
+    _venv()
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    return gpu_lab
+
+
+def test_the_oldest_ansible_core_is_the_one_meta_runtime_admits():
+    _text, version = _pinned()
+    with open(os.path.join(REPO, 'meta', 'runtime.yml'), encoding='utf-8') as handle:
+        runtime = handle.read()
+    oldest = re.search(r'^requires_ansible: ">=(\S+)"', runtime, re.M).group(1)
+    assert version.split('.')[:2] == oldest.split('.')[:2], (version, oldest)
+
+
+def test_bring_up_verify_no_op_and_drift_on_the_oldest_ansible_core(oldest_lab):
+    version = subprocess.run([os.path.join(VENV, 'bin', 'ansible-playbook'), '--version'], env=lab_env(PYTHON), text=True,
+                             stdout=subprocess.PIPE, check=True).stdout.splitlines()[0]
+    assert 'core %s]' % _pinned()[1] in version, version
+
+    site = aicluster(PYTHON, WORK, 'site', '-e', 'verify_gate_artifacts_dir=%s' % WORK)
+    assert site.returncode == 0, site.stdout[-4000:]
+    assert 'verdict: PASS (0 of 3 nodes failed)' in site.stdout.splitlines(), site.stdout[-4000:]
+
+    for stage in ('preflight', 'slurm'):  # the bring-up stages again: nothing to change
+        noop = aicluster(PYTHON, WORK, stage)
+        assert noop.returncode == 0, noop.stdout[-4000:]
+        assert recap_changed(noop.stdout) == {'ctl01': 0, 'gpu01': 0, 'gpu02': 0, 'gpu03': 0}, noop.stdout[-4000:]
+
+    drift = aicluster(PYTHON, WORK, 'drift')
+    assert drift.returncode == 0, drift.stdout[-4000:]
+    assert 'drift: 0 hosts drifted of 4' in drift.stdout.splitlines(), drift.stdout[-4000:]
+
+
+def test_the_unit_tests_that_run_ansible_pass_on_the_oldest_ansible_core():
+    _venv()
+    # as make unit runs them: the collection from .collections, nothing else of Ansible's settings
+    unit_env = dict((k, v) for k, v in os.environ.items() if not k.startswith('ANSIBLE_'))
+    unit_env.update(PATH=os.path.join(VENV, 'bin') + os.pathsep + os.environ.get('PATH', ''),
+                    ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.collections'))
+    run = subprocess.run([os.path.join(VENV, 'bin', 'python'), '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+                          'tests/unit/plugins/callback', 'tests/unit/bin', 'tests/unit/roles'],
+                         cwd=REPO, env=unit_env, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+    assert run.returncode == 0, run.stdout[-4000:]
