@@ -48,6 +48,14 @@ options:
     type: list
     elements: path
     default: []
+  contents:
+    description:
+      - Absolute paths of small text files to read whole (a daemon's state marker, such as slurmctld's C(clustername)
+        file). A missing file reads as V(null); a file over 64 KiB or not a regular file fails the module. Never give a
+        secret here, since the text is returned.
+    type: list
+    elements: path
+    default: []
 requirements:
   - C(dpkg-query) when O(packages) is given; C(systemctl) when O(services) is given.
 notes:
@@ -143,6 +151,11 @@ files:
       type: str
   sample: {"/etc/munge/munge.key": {"exists": true, "checksum": "3c1b...", "owner": "munge", "group": "munge",
            "mode": "0400"}}
+contents:
+  description: Each asked file's text (undecodable bytes replaced), or V(null) where it does not exist, by path.
+  returned: when O(contents) is given
+  type: dict
+  sample: {"/var/lib/slurm/slurmctld/clustername": "cluster\n"}
 '''
 
 import grp
@@ -190,12 +203,29 @@ def _file_state(path):
                 group=_name(grp.getgrgid, info.st_gid), mode='%04o' % stat.S_IMODE(info.st_mode))
 
 
+CONTENT_LIMIT = 64 * 1024
+
+
+def _content(module, path):
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        module.fail_json(msg='cannot read %s: %s' % (path, exc))
+    if not stat.S_ISREG(info.st_mode) or info.st_size > CONTENT_LIMIT:
+        module.fail_json(msg='%s: not a regular file of at most %d bytes' % (path, CONTENT_LIMIT))
+    with open(path, 'rb') as handle:
+        return handle.read(CONTENT_LIMIT).decode('utf-8', 'replace')
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             packages=dict(type='list', elements='str', default=[]),
             services=dict(type='list', elements='str', default=[]),
             files=dict(type='list', elements='path', default=[]),
+            contents=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -220,6 +250,9 @@ def main():
 
     if params['files']:
         result['files'] = dict((path, _file_state(path)) for path in params['files'])
+
+    if params['contents']:
+        result['contents'] = dict((path, _content(module, path)) for path in params['contents'])
 
     module.exit_json(**result)
 

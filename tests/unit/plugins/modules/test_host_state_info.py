@@ -68,3 +68,20 @@ def test_dpkg_query_failing_fails_with_its_output(run_module):
 def test_no_systemctl(run_module):
     result, dummy = run_module(host_state_info, dict(services=['munge']), {})
     assert result['failed'] is True and 'systemctl' in result['msg']
+
+
+def test_contents_reads_small_text_files_whole_and_a_missing_one_as_none(run_module, tmp_path):
+    marker = tmp_path / 'clustername'
+    marker.write_bytes(b'cluster\n')
+    result, calls = run_module(host_state_info, dict(contents=[str(marker), str(tmp_path / 'absent')]), {})
+    assert calls == []
+    assert result['contents'] == {str(marker): 'cluster\n', str(tmp_path / 'absent'): None}
+
+
+def test_contents_refuses_a_large_file_or_a_directory(run_module, tmp_path):
+    big = tmp_path / 'big'
+    big.write_bytes(b'x' * (64 * 1024 + 1))
+    result, _calls = run_module(host_state_info, dict(contents=[str(big)]), {})
+    assert result['failed'] and result['msg'] == '%s: not a regular file of at most 65536 bytes' % big
+    result, _calls = run_module(host_state_info, dict(contents=[str(tmp_path)]), {})
+    assert result['failed'] and result['msg'] == '%s: not a regular file of at most 65536 bytes' % tmp_path
