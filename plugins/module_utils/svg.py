@@ -15,14 +15,27 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import re
 
 SVG_NS = 'http://www.w3.org/2000/svg'
 FONT = 'font-family="system-ui,sans-serif" font-size="11"'
 
 
+# Terminal escape sequences (CSI such as colours, OSC such as titles), then what XML 1.0 cannot hold at all, even
+# escaped (C0 controls but tab, newline and carriage return; DEL and C1; lone surrogates; U+FFFE and U+FFFF).
+_TERMINAL_SEQUENCE = re.compile(u'\x1b\\[[0-?]*[ -/]*[@-~]|\x1b\\][^\x07\x1b]*(?:\x07|\x1b\\\\)?|\x1b[@-_]?')
+_NOT_XML = re.compile(u'[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff\ufffe\uffff]')
+
+
+def control_free(text):
+    """Tool-derived text (node descriptions, tool messages, version strings) with terminal escape sequences and the
+    characters XML cannot hold removed: what the report writes stays valid XML and prints nothing to a terminal."""
+    return _NOT_XML.sub('', _TERMINAL_SEQUENCE.sub('', str(text)))
+
+
 def escape(text):
-    """Text safe inside SVG/XML element content and attribute values."""
-    return (str(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+    """Text safe inside SVG/XML element content and attribute values (control characters removed)."""
+    return (control_free(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
             .replace('"', '&quot;').replace("'", '&#39;'))
 
 

@@ -11,8 +11,10 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import datetime
+import xml.etree.ElementTree as ET
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
+from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
     check_order, fmt, has_cluster_result, hostlist, is_number, node_results,
@@ -21,13 +23,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report.figures imp
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects
 
 
-def _xml(text):
-    return (str(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;').replace('"', '&quot;')
-            .replace('\n', '&#10;'))
-
-
-def _xml_text(text):
-    return str(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+def _clean(text):
+    return control_free(text)
 
 
 def _seconds(run):
@@ -54,19 +51,25 @@ def junit_xml(doc):
             'threshold': multi.get('threshold'), 'unit': 'GB/s', 'passed': bool(multi.get('passed')),
             'message': 'multi-node all_reduce busbw %s GB/s, threshold %s GB/s' % (fmt(multi['busbw']), fmt(multi.get('threshold')))}]
     suspects = perftest_suspects((doc.get('perftest') or {}).get('pairs') or [])
-    suites = []
+    root = ET.Element('testsuites')
     total_tests = total_failures = 0
     area_rank = dict((area, position) for position, area in enumerate(AREAS))
     for suite_id, area in enumerate(sorted(cases, key=lambda name: (area_rank.get(name, len(AREAS)), name))):
-        lines = []
-        failures = 0
         ordered = sorted(cases[area], key=lambda key: (hostlist_sort_key(key[0]), check_order(key[1])))
+        suite = ET.SubElement(root, 'testsuite', dict([
+            ('name', _clean(area)), ('tests', str(len(ordered))), ('failures', '0'), ('errors', '0'), ('skipped', '0'),
+            ('time', '0'), ('timestamp', _clean(timestamp)), ('hostname', _clean(run.get('inventory') or 'localhost')),
+            ('id', str(suite_id)), ('package', 'aicluster.infra.verify.%s' % _clean(area))]))
+        properties = ET.SubElement(suite, 'properties')
+        for name in ('inventory', 'collection_version', 'mode'):
+            ET.SubElement(properties, 'property', dict([('name', name), ('value', _clean(run.get(name) or ''))]))
+        failures = 0
         for node, check in ordered:
             results = cases[area][(node, check)]
             bad = [result for result in results if not result.get('passed', True)]
-            head = '    <testcase classname="%s" name="%s" time="0"' % (_xml('%s.%s' % (area, node)), _xml(check))
+            case = ET.SubElement(suite, 'testcase', dict([
+                ('classname', _clean('%s.%s' % (area, node))), ('name', _clean(check)), ('time', '0')]))
             if not bad:
-                lines.append(head + '/>')
                 continue
             failures += 1
             first = bad[0]
@@ -80,23 +83,31 @@ def junit_xml(doc):
                     result.get('subject'), fmt(result.get('measured'), result.get('unit')),
                     fmt(result.get('threshold'), result.get('unit')), result.get('message') or ''))
             body.append('next: ' + next_action(node, first, suspects))
-            lines.append(head + '>')
-            lines.append('      <failure message="%s" type="%s">%s</failure>' % (
-                _xml(message), _xml(check), _xml_text('\n'.join(body))))
-            lines.append('    </testcase>')
+            failure = ET.SubElement(case, 'failure', dict([('message', _clean(message)), ('type', _clean(check))]))
+            failure.text = _clean('\n'.join(body))
+        suite.set('failures', str(failures))
+        ET.SubElement(suite, 'system-out')
+        ET.SubElement(suite, 'system-err')
         total_tests += len(ordered)
         total_failures += failures
-        suites.append('\n'.join([
-            '  <testsuite name="%s" tests="%d" failures="%d" errors="0" skipped="0" time="0" timestamp="%s" '
-            'hostname="%s" id="%d" package="aicluster.infra.verify.%s">' % (
-                _xml(area), len(ordered), failures, _xml(timestamp), _xml(run.get('inventory') or 'localhost'),
-                suite_id, _xml(area)),
-            '    <properties>',
-            '      <property name="inventory" value="%s"/>' % _xml(run.get('inventory') or ''),
-            '      <property name="collection_version" value="%s"/>' % _xml(run.get('collection_version') or ''),
-            '      <property name="mode" value="%s"/>' % _xml(run.get('mode') or ''),
-            '    </properties>',
-        ] + lines + ['    <system-out/>', '    <system-err/>', '  </testsuite>']))
-    head = '<testsuites name="%s" tests="%d" failures="%d" errors="0" time="%d">' % (
-        _xml('aicluster.infra acceptance: %s' % (run.get('inventory') or '')), total_tests, total_failures, _seconds(run))
-    return '\n'.join(['<?xml version="1.0" encoding="UTF-8"?>', head] + suites + ['</testsuites>']) + '\n'
+    for name, value in (('name', _clean('aicluster.infra acceptance: %s' % (run.get('inventory') or ''))),
+                        ('tests', str(total_tests)), ('failures', str(total_failures)), ('errors', '0'),
+                        ('time', str(_seconds(run)))):
+        root.set(name, value)
+    _indent(root)
+    # ElementTree escapes &, <, > and " in text and attributes, and newlines in attributes; control_free removed
+    # what XML cannot hold, so the file is well-formed whatever the tools printed
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def _indent(element, level=0):
+    """Two spaces per level, as ElementTree.indent (Python 3.9) does; leaves text of leaf elements alone."""
+    children = list(element)
+    if not children:
+        return
+    inner = '\n' + '  ' * (level + 1)
+    element.text = inner
+    for child in children:
+        _indent(child, level + 1)
+        child.tail = inner
+    children[-1].tail = '\n' + '  ' * level

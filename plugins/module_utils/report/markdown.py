@@ -11,12 +11,21 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, hostlist
+from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks, results_table, test_plan, version_matrix
 
 
 def _md(text):
-    return str(text).replace('|', '\\|').replace('\n', ' ')
+    """Tool-derived text as inert Markdown in a table cell or a line: terminal sequences and control characters
+    removed, HTML neutralised (a renderer would run a <script> in a result message), no cell or line break."""
+    text = control_free(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+    return text.replace('|', '\\|').replace('`', '\\`').replace('\r', ' ').replace('\n', ' ')
+
+
+def _code(text):
+    """Text inside a code span (`...`): nothing inside is rendered, but a backtick would end the span."""
+    return control_free(text).replace('`', "'").replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
 
 
 def _baseline_text(row):
@@ -51,9 +60,9 @@ def _inventory_lines(doc):
     hcas = len(first.get('hca_firmware') or {}) if isinstance(first.get('hca_firmware'), dict) else None
     perftest = doc.get('perftest') or {}
     links = (doc.get('fabric') or {}).get('links') or []
-    lines = ['- Nodes: %d (`%s`)' % (len(nodes), hostlist(nodes))]
+    lines = ['- Nodes: %d (`%s`)' % (len(nodes), _code(hostlist(nodes)))]
     if majority.get('gpu_model') or first.get('gpu_count'):
-        lines.append('- GPUs per node: %s x %s' % (first.get('gpu_count', '?'), majority.get('gpu_model', '?')))
+        lines.append('- GPUs per node: %s x %s' % (_md(first.get('gpu_count', '?')), _md(majority.get('gpu_model', '?'))))
     if hcas:
         lines.append('- HCAs per node: %d' % hcas)
     if links:
@@ -66,7 +75,7 @@ def _inventory_lines(doc):
 def summary_markdown(doc, comparison=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
-    out = ['# Acceptance test report: %s' % (run.get('inventory') or 'cluster'), '']
+    out = ['# Acceptance test report: %s' % _md(run.get('inventory') or 'cluster'), '']
     out.append('**Verdict: %s** (%s of %s nodes passed, %s failed, %s drained%s)' % (
         summary.get('verdict', '?'), summary.get('passed', '?'), summary.get('nodes', '?'), summary.get('failed', '?'),
         summary.get('drained', '?'), '; %s cluster-level failures, for which no node is drained' % summary['cluster_failed']
@@ -80,19 +89,19 @@ def summary_markdown(doc, comparison=None):
     matrix = version_matrix(doc)
     out += ['## Software and firmware versions', '', '| component | fleet value | nodes | odd ones out |', '|---|---|---|---|']
     for component in matrix['components']:
-        others = '; '.join('%s: `%s`' % (value['value'], value['hostlist']) for value in component['values'][1:]) or 'none'
+        others = '; '.join('%s: `%s`' % (_md(value['value']), _code(value['hostlist'])) for value in component['values'][1:]) or 'none'
         out.append('| %s | %s | %d of %d | %s |' % (
-            _md(component['label']), _md(component['majority']), component['count'], component['reported'], _md(others)))
+            _md(component['label']), _md(component['majority']), component['count'], component['reported'], others))
     out += ['', '## Test plan', '', '| area | tools | parameters | criteria (check ids) |', '|---|---|---|---|']
     for row in test_plan(doc):
-        out.append('| %s | %s | %s | %s |' % (row['area'], _md(row['tools']), _md(', '.join(row['parameters']) or '-'),
+        out.append('| %s | %s | %s | %s |' % (_md(row['area']), _md(row['tools']), _md(', '.join(row['parameters']) or '-'),
                                               _md(', '.join(row['checks']) or '-')))
     out += ['', '## Results', '',
             'Baseline is the acceptance threshold; deviation is the median (and the worst node) against it.', '',
             '| test | what | baseline | measured | deviation | passed |', '|---|---|---|---|---|---|']
     for row in results_table(doc):
         out.append('| `%s` | %s | %s | %s | %s | %d of %d |' % (
-            row['check'], _md(row['what']), _md(_baseline_text(row)), _md(_measured_text(row)), _md(_deviation_text(row)),
+            _code(row['check']), _md(row['what']), _md(_baseline_text(row)), _md(_measured_text(row)), _md(_deviation_text(row)),
             row['passed'], row['total']))
     failures = failing_checks(doc)
     out += ['', '## Failed items and actions', '']
@@ -102,7 +111,7 @@ def summary_markdown(doc, comparison=None):
         out += ['| node | check | subject | measured | threshold | action |', '|---|---|---|---|---|---|']
         for row in failures:
             out.append('| %s | `%s` | %s | %s | %s | %s |' % (
-                _md(row['node']), row['check'], _md(row['subject']), _md(fmt(row['measured'], row['unit'])),
+                _md(row['node']), _code(row['check']), _md(row['subject']), _md(fmt(row['measured'], row['unit'])),
                 _md(fmt(row['threshold'], row['unit'])), _md(row['action'])))
     if comparison is not None:
         out += [''] + _comparison_markdown(comparison)
@@ -115,25 +124,25 @@ def summary_markdown(doc, comparison=None):
 
 def _comparison_markdown(comparison):
     before, after = comparison['before'], comparison['after']
-    out = ['## Comparison with the run of %s' % (before.get('started') or 'an earlier run'), '',
+    out = ['## Comparison with the run of %s' % _md(before.get('started') or 'an earlier run'), '',
            'Verdict %s -> %s; figures listed when they moved by more than %s.' % (
                (before.get('summary') or {}).get('verdict', '?'), (after.get('summary') or {}).get('verdict', '?'),
                fmt_pct(comparison['threshold'], signed=False)), '']
     if comparison['nodes']:
         out += ['| node | before | after |', '|---|---|---|']
         for row in comparison['nodes']:
-            out.append('| %s | %s%s | %s%s |' % (row['node'], row['before'], ' (drained)' if row['drained_before'] else '',
-                                                 row['after'], ' (drained)' if row['drained_after'] else ''))
+            out.append('| %s | %s%s | %s%s |' % (_md(row['node']), _md(row['before']), ' (drained)' if row['drained_before'] else '',
+                                                 _md(row['after']), ' (drained)' if row['drained_after'] else ''))
     else:
         out.append('No node changed state.')
     for title, key in (('Newly failing', 'broken'), ('Fixed', 'fixed')):
         if comparison[key]:
-            items = ['%s `%s` %s' % (item['node'], item['check'], item['subject']) for item in comparison[key][:50]]
+            items = ['%s `%s` %s' % (_md(item['node']), _code(item['check']), _md(item['subject'])) for item in comparison[key][:50]]
             out += ['', '%s: %s' % (title, '; '.join(items))]
     if comparison['moved']:
         out += ['', '| node | check | subject | before | after | change |', '|---|---|---|---|---|---|']
         for item in comparison['moved'][:MOVED_ROWS]:
             out.append('| %s | `%s` | %s | %s | %s | %s |' % (
-                item['node'], item['check'], _md(item['subject']), fmt(item['before'], item['unit']),
+                _md(item['node']), _code(item['check']), _md(item['subject']), fmt(item['before'], item['unit']),
                 fmt(item['after'], item['unit']), fmt_pct(item['change']) if item['change'] is not None else 'from 0'))
     return out

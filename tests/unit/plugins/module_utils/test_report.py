@@ -584,3 +584,38 @@ def test_unused_switch_ports_are_not_links():
     table = figures.link_table(doc)
     assert table['unused'] == 1 and table['total'] == 16 and table['bad'] == 1
     assert 'MF0;leaf-rail0:MQM9790/U1' not in [row['node_name'] for row in table['rows']]
+
+
+HOSTILE = '<script>alert(1)</script> `x` | y \x1b[31mred\x1b[0m \x00nul \x07bell \x1b]0;title\x07 \ud800'
+
+
+def test_tool_derived_text_is_inert_and_every_output_valid(tmp_path):
+    """A message, a subject and a version string carrying markup, terminal sequences and bytes XML cannot hold (node
+    descriptions and tool output are not ours to trust): junit.xml stays well-formed, nothing runs in summary.md or
+    report.html, and no control character reaches any output."""
+    doc = copy.deepcopy(LAB)
+    doc['nodes']['gpu01']['results'].append(vr.new_result('gpu.model', 'node', 'H100 ' + HOSTILE, 'H100', False, HOSTILE))
+    doc['nodes']['gpu01']['passed'] = False
+    doc['nodes']['gpu02']['versions']['driver'] = '535.129.03 ' + HOSTILE
+    doc['summary'] = vr.summarize(doc['nodes'])
+    outputs = report.build_outputs(doc)
+    for name, text in outputs.items():
+        assert not re.search('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]', text), name
+        assert '<script>alert' not in text, name
+        text.encode('utf-8')  # writable as UTF-8 (no lone surrogate)
+    root = _check_junit_structure(outputs['junit.xml'])
+    failure = root.find(".//testcase[@classname='gpu.gpu01'][@name='gpu.model']/failure")
+    assert '<script>alert(1)</script>' in failure.get('message')  # as text, escaped in the file
+    assert 'red' in failure.text and 'title' not in failure.text
+    xmllint = shutil.which('xmllint')
+    if xmllint:
+        path = tmp_path / 'junit.xml'
+        path.write_text(outputs['junit.xml'], encoding='utf-8')
+        run = subprocess.run([xmllint, '--noout', str(path)], capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stderr
+    summary = outputs['summary.md']
+    assert '&lt;script&gt;alert(1)&lt;/script&gt;' in summary
+    # one table row per failure: the message's pipe and backticks do not open cells or code spans
+    row = [line for line in summary.splitlines() if line.startswith('| gpu01 | `gpu.model` |')]
+    assert len(row) == 1 and row[0].count(' | ') == 5 and '\\|' in row[0] and '\\`x\\`' in row[0]
+    assert '&lt;script&gt;' in outputs['report.html']
