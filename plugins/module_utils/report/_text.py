@@ -53,6 +53,11 @@ def fmt(value, unit=None):
         text = '%.1e' % value   # a bit error ratio (3.0e-11), not 0
     elif isinstance(value, float):
         text = ('%.2f' % value).rstrip('0').rstrip('.') if abs(value) < 1000 else '%.1f' % value
+    elif isinstance(value, dict):
+        # per-counter figures and limits (ib.link_errors: {'symbol_errors': 100, ...}), never a Python repr
+        text = ', '.join('%s %s' % (key, fmt(value[key])) for key in sorted(value, key=str)) or '-'
+    elif isinstance(value, (list, tuple)):
+        text = ', '.join(fmt(item) for item in value) or '-'
     else:
         text = str(value)
     return '%s %s' % (text, unit) if unit and value is not None else text

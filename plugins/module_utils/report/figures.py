@@ -251,8 +251,8 @@ def results_table(doc):
             row['deviation'] = deviation(row['median'], base)
             row['worst_deviation'] = deviation(row['worst'], base)
         else:
-            expected = sorted(set(str(value) for value in thresholds))
-            row['baseline'] = ', '.join(expected)
+            expected = sorted(set(fmt(value) for value in thresholds))
+            row['baseline'] = '; '.join(expected)
             values = {}
             for value in measured:
                 values[fmt(value)] = values.get(fmt(value), 0) + 1

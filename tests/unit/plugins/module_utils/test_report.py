@@ -56,6 +56,8 @@ def test_deviation(measured, baseline, expected):
 @pytest.mark.parametrize('value, unit, text', [
     (471.25, 'GB/s', '471.25 GB/s'), (0.5, None, '0.5'), (2.0, None, '2'), (1234.56, None, '1234.6'), (400, 'Gb/s', '400 Gb/s'),
     (None, 'GB/s', '-'), (True, None, 'yes'), ('1X', None, '1X'),
+    ({'symbol_errors': 100, 'link_downed': 0}, None, 'link_downed 0, symbol_errors 100'), ({}, None, '-'),
+    (['4X', 2.5], None, '4X, 2.5'),
 ])
 def test_fmt(value, unit, text):
     assert _text.fmt(value, unit) == text
@@ -619,3 +621,18 @@ def test_tool_derived_text_is_inert_and_every_output_valid(tmp_path):
     row = [line for line in summary.splitlines() if line.startswith('| gpu01 | `gpu.model` |')]
     assert len(row) == 1 and row[0].count(' | ') == 5 and '\\|' in row[0] and '\\`x\\`' in row[0]
     assert '&lt;script&gt;' in outputs['report.html']
+
+
+def test_per_counter_limits_read_as_counters_not_a_python_dict():
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu01']['results'].append(vr.new_result(
+        'ib.link_errors', 'mlx5_0:1', {'symbol_errors': 250}, {'symbol_errors': 100}, False, 'symbol_errors +250'))
+    doc['nodes']['gpu02']['results'].append(vr.new_result(
+        'ib.link_errors', 'mlx5_0:1', 0, {'symbol_errors': 100, 'link_downed': 0}, True, 'none rose'))
+    doc['nodes']['gpu01']['passed'] = False
+    doc['summary'] = vr.summarize(doc['nodes'])
+    row = [row for row in figures.results_table(doc) if row['check'] == 'ib.link_errors'][0]
+    assert row['baseline'] == 'link_downed 0, symbol_errors 100; symbol_errors 100'
+    outputs = report.build_outputs(doc)
+    assert not any("{'" in text for text in outputs.values())
+    assert '| gpu01 | `ib.link_errors` | mlx5_0:1 | symbol_errors 250 | symbol_errors 100 |' in outputs['summary.md']
