@@ -50,6 +50,17 @@ td.odd{background:#fff8c5;font-weight:600}
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
 code{font-size:12px}
 svg{max-width:100%;height:auto}
+table.signoff td{height:3.2em;min-width:12em}
+@media print{
+@page{size:A4 landscape;margin:12mm}
+body{font-size:11px}
+nav{display:none}
+main{max-width:none;padding:0}
+header.verdict,.pill,tr.bad td,td.bad,td.odd{-webkit-print-color-adjust:exact;print-color-adjust:exact}
+h2{break-after:avoid}
+tr,svg,table.signoff{break-inside:avoid}
+#signoff{break-before:page}
+}
 '''
 
 
@@ -309,12 +320,27 @@ def _section_comparison(comparison):
     return out
 
 
+def _section_signoff(doc):
+    """The block the delivery engineer and the customer sign, on a page of its own when printed."""
+    run = doc.get('run') or {}
+    summary = doc.get('summary') or {}
+    return ['<h2 id="signoff">Sign-off</h2>',
+            '<p>Verdict <b>%s</b> for %s nodes (%s passed, %s failed), measured from %s to %s on %s with the tools and '
+            'parameters of the test plan (results.json, aicluster.infra %s).</p>' % tuple(_e(value) for value in (
+                summary.get('verdict', '?'), summary.get('nodes', '?'), summary.get('passed', '?'),
+                summary.get('failed', '?'), run.get('started', '?'), run.get('finished', '?'),
+                run.get('inventory', '?'), run.get('collection_version', '?'))),
+            _table(['role', 'name', 'signature', 'date'],
+                   [[_td('Delivery engineer'), _td(''), _td(''), _td('')],
+                    [_td('Customer representative'), _td(''), _td(''), _td('')]]).replace('<table>', '<table class="signoff">', 1)]
+
+
 def html_report(doc, comparison=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
     verdict = str(summary.get('verdict', 'FAIL'))
     sections = [('failures', 'Failing checks'), ('nccl', 'NCCL'), ('perftest', 'perftest'), ('fabric', 'Fabric links'),
-                ('versions', 'Versions'), ('gpu', 'GPU health')]
+                ('versions', 'Versions'), ('gpu', 'GPU health'), ('signoff', 'Sign-off')]
     if comparison is not None:
         sections.insert(0, ('comparison', 'Comparison'))
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
@@ -339,6 +365,7 @@ def html_report(doc, comparison=None):
     out += _section_fabric(doc)
     out += _section_versions(doc)
     out += _section_gpu(doc)
+    out += _section_signoff(doc)
     out.append('<p class="note">Written by aicluster.infra.acceptance_report from results.json (%s).</p>' % _e(doc.get('schema', '')))
     out.append('</main></body></html>')
     return '\n'.join(out) + '\n'

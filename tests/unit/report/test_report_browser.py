@@ -17,6 +17,7 @@ __metaclass__ = type
 import base64
 import json
 import os
+import re
 import select
 import shutil
 import subprocess
@@ -221,3 +222,19 @@ def test_console_errors_are_caught(browse):
     errors = page.errors()
     assert any('boom' in str(error) for error in errors)
     assert len(errors) >= 2
+
+
+def test_the_report_prints_to_pdf(browse):
+    """What a delivery engineer hands over: Chromium's print of report.html through its print stylesheet (A4
+    landscape, no navigation, the sign-off block starting a page), as a PDF of several pages, without errors."""
+    doc = make_results(4, LAB_FAULTS)
+    page = browse(html_report(doc), 'report.html')
+    pdf = base64.b64decode(page.send('Page.printToPDF', {'preferCSSPageSize': True, 'printBackground': True})['data'])
+    assert pdf.startswith(b'%PDF-')
+    pages = len(re.findall(rb'/Type\s*/Page[^s]', pdf))
+    assert pages >= 2, pages
+    if not os.path.isdir(OUTPUT):
+        os.makedirs(OUTPUT)
+    with open(os.path.join(OUTPUT, 'report-lab-4-nodes.pdf'), 'wb') as handle:
+        handle.write(pdf)
+    assert page.errors() == []

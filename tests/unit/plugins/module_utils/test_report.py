@@ -532,7 +532,7 @@ def test_html_is_self_contained():
     text = html.html_report(LAB, compare(CLEAN, LAB))
     assert text.startswith('<!DOCTYPE html>') and text.endswith('</html>\n')
     assert not re.search(r'(https?:|ftp:|//[a-z]|<script|<link|<img|@import|url\()', text, re.I)
-    for anchor in ('comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu'):
+    for anchor in ('comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu', 'signoff'):
         assert 'id="%s"' % anchor in text and 'href="#%s"' % anchor in text
     assert text.count('<svg ') == 8 + 2  # a heatmap per rail, NCCL bars, per-HCA bars
     assert '<header class="verdict fail"><h1>FAIL</h1>' in text
@@ -636,3 +636,14 @@ def test_per_counter_limits_read_as_counters_not_a_python_dict():
     outputs = report.build_outputs(doc)
     assert not any("{'" in text for text in outputs.values())
     assert '| gpu01 | `ib.link_errors` | mlx5_0:1 | symbol_errors 250 | symbol_errors 100 |' in outputs['summary.md']
+
+
+def test_html_has_the_sign_off_block_and_a_print_stylesheet():
+    text = html.html_report(LAB)
+    signoff = text[text.index('<h2 id="signoff">'):]
+    assert 'Verdict <b>FAIL</b> for 4 nodes' in signoff and 'inventories/lab' in signoff
+    assert '<table class="signoff">' in signoff
+    assert [row for row in ('Delivery engineer', 'Customer representative') if '<td>%s</td><td></td><td></td><td></td>' % row
+            in signoff] == ['Delivery engineer', 'Customer representative']
+    style = text[text.index('<style>'):text.index('</style>')]
+    assert '@media print{' in style and '@page{size:A4 landscape' in style and 'nav{display:none}' in style
