@@ -59,6 +59,37 @@ options:
       - Fraction by which a figure must move between the two runs to be listed, such as V(0.05) for 5%.
     type: float
     default: 0.05
+  cover:
+    description:
+      - The report's cover, shown at the top of C(report.html) and C(summary.md) and as C(junit.xml) properties. Empty
+        values are left out. The inventory is always shown by its name (the directory holding it), never its path.
+    type: dict
+    default: {}
+    suboptions:
+      customer:
+        description: The customer the cluster is delivered to.
+        type: str
+        default: ''
+      site:
+        description: The site or data hall.
+        type: str
+        default: ''
+      cluster:
+        description: The cluster's name; the report's title when given.
+        type: str
+        default: ''
+      criteria:
+        description: The contract or acceptance criteria document the thresholds come from (a reference, not a path).
+        type: str
+        default: ''
+      run_by:
+        description: Who ran the verification.
+        type: str
+        default: ''
+      commit:
+        description: The collection's commit, when it runs from a checkout.
+        type: str
+        default: ''
 '''
 
 EXAMPLES = r'''
@@ -75,6 +106,18 @@ EXAMPLES = r'''
     compare_to: artifacts/verify-20261129T170003Z/results.json
     compare_threshold: 0.1
     formats: [html, markdown]
+  delegate_to: localhost
+  run_once: true
+
+- name: A report for the customer, with its cover
+  aicluster.infra.acceptance_report:
+    results: artifacts/verify-20261130T090000Z/results.json
+    cover:
+      customer: Example Research Lab
+      site: DH2, rows 14-17
+      cluster: hgx-su1
+      criteria: SOW-2026-117 appendix B rev 3
+      run_by: delivery engineer J. Doe
   delegate_to: localhost
   run_once: true
 '''
@@ -133,7 +176,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
-from ansible_collections.aicluster.infra.plugins.module_utils.report import OUTPUT_NAMES, build_outputs
+from ansible_collections.aicluster.infra.plugins.module_utils.report import COVER_KEYS, OUTPUT_NAMES, build_outputs
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import summarize, validate_results
 
@@ -183,6 +226,8 @@ def main():
             output_dir=dict(type='path'),
             formats=dict(type='list', elements='str', choices=list(OUTPUT_NAMES), default=list(OUTPUT_NAMES)),
             compare_threshold=dict(type='float', default=0.05),
+            cover=dict(type='dict', default={}, options=dict(
+                (key, dict(type='str', default='')) for key in COVER_KEYS)),
         ),
         supports_check_mode=True,
     )
@@ -196,7 +241,7 @@ def main():
     for name in params['formats']:
         if name not in formats:
             formats.append(name)
-    outputs = build_outputs(doc, older, formats, params['compare_threshold'])
+    outputs = build_outputs(doc, older, formats, params['compare_threshold'], cover=params['cover'])
     files, sizes, would_write, written = {}, {}, [], []
     for name in formats:
         path = os.path.join(output_dir, OUTPUT_NAMES[name])

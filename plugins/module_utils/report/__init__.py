@@ -20,6 +20,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import DEFAULT_COMPARE_THRESHOLD, compare
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import COVER_KEYS  # noqa: F401 (the module's options)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.html import html_report
 from ansible_collections.aicluster.infra.plugins.module_utils.report.junit import junit_xml
 from ansible_collections.aicluster.infra.plugins.module_utils.report.markdown import summary_markdown
@@ -27,9 +28,11 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report.markdown im
 OUTPUT_NAMES = {'html': 'report.html', 'junit': 'junit.xml', 'markdown': 'summary.md'}
 
 
-def build_outputs(doc, compare_doc=None, formats=('html', 'junit', 'markdown'), compare_threshold=DEFAULT_COMPARE_THRESHOLD):
-    """{file name: text} for the requested formats (OUTPUT_NAMES) of a valid results document."""
+def build_outputs(doc, compare_doc=None, formats=('html', 'junit', 'markdown'), compare_threshold=DEFAULT_COMPARE_THRESHOLD,
+                  cover=None):
+    """{file name: text} for the requested formats (OUTPUT_NAMES) of a valid results document; ``cover`` (COVER_KEYS:
+    customer, site, cluster, criteria, run_by, commit) heads every output."""
     comparison = compare(compare_doc, doc, compare_threshold) if compare_doc is not None else None
-    renderers = {'html': lambda: html_report(doc, comparison), 'junit': lambda: junit_xml(doc),
-                 'markdown': lambda: summary_markdown(doc, comparison)}
+    renderers = {'html': lambda: html_report(doc, comparison, cover), 'junit': lambda: junit_xml(doc, cover),
+                 'markdown': lambda: summary_markdown(doc, comparison, cover)}
     return dict((OUTPUT_NAMES[name], renderers[name]()) for name in formats)

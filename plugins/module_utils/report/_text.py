@@ -111,3 +111,24 @@ def node_results(doc):
 def has_cluster_result(doc, check):
     """Whether results.json has a cluster-level result of ``check`` (documents before 2026-12 had none)."""
     return any(result.get('check') == check for result in (doc.get('cluster') or {}).get('results') or [])
+
+
+INVENTORY_FILES = ('hosts', 'hosts.yml', 'hosts.yaml', 'hosts.ini', 'inventory', 'inventory.yml', 'inventory.yaml')
+
+
+def inventory_name(source):
+    """An inventory's name for people, never the engineer's path: the directory of an inventory directory or of its
+    hosts file (``/home/ops/mycluster/hosts.yml`` is ``mycluster``), else the file's name without its extension."""
+    text = str(source or '').strip().rstrip('/')
+    if not text:
+        return ''
+    parts = [part for part in text.replace('\\', '/').split('/') if part not in ('', '.')]
+    if not parts:
+        return text
+    if len(parts) > 1 and parts[-1] in INVENTORY_FILES:
+        return parts[-2]
+    name = parts[-1]
+    for extension in ('.yml', '.yaml', '.ini', '.cfg'):
+        if name.endswith(extension) and len(name) > len(extension):
+            return name[:-len(extension)]
+    return name

@@ -19,7 +19,8 @@ __metaclass__ = type
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS, higher_is_better
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
-    check_order, deviation, fmt, has_cluster_result, hca_of, hostlist, is_number, median, node_results, sort_nodes)
+    check_order, deviation, fmt, has_cluster_result, hca_of, hostlist, inventory_name, is_number, median, node_results,
+    sort_nodes)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects, suspect_text
 
 
@@ -287,3 +288,28 @@ def test_plan(doc):
                         key=check_order)
         rows.append({'area': area, 'tools': AREA_TOOLS.get(area, ''), 'parameters': mine, 'checks': checks})
     return rows
+
+
+COVER_KEYS = ('customer', 'site', 'cluster', 'criteria', 'run_by', 'commit')
+
+
+def report_title(doc, cover=None):
+    """The report's title: the cluster's name from the cover, else the inventory's name."""
+    cover = cover or {}
+    return str(cover.get('cluster') or '').strip() or inventory_name((doc.get('run') or {}).get('inventory')) or 'cluster'
+
+
+def cover_rows(doc, cover=None):
+    """(label, value) of the report's cover: who the cluster is for, where, against which criteria, what ran and
+    who ran it. Empty values are left out; the inventory by its name only."""
+    cover = dict((key, str((cover or {}).get(key) or '').strip()) for key in COVER_KEYS)
+    run = doc.get('run') or {}
+    collection = 'aicluster.infra %s' % (run.get('collection_version') or '?')
+    if cover['commit']:
+        collection += ' (commit %s)' % cover['commit']
+    rows = [('Customer', cover['customer']), ('Site', cover['site']), ('Cluster', cover['cluster']),
+            ('Acceptance criteria', cover['criteria']),
+            ('Inventory', inventory_name(run.get('inventory'))),
+            ('Run', '%s to %s' % (run.get('started') or '?', run.get('finished') or '?')),
+            ('Run by', cover['run_by']), ('Collection', collection), ('Gate mode', str(run.get('mode') or ''))]
+    return [(label, value) for label, value in rows if value]

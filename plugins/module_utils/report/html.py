@@ -13,7 +13,8 @@ __metaclass__ = type
 from ansible_collections.aicluster.infra.plugins.module_utils import svg
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, is_number, sort_nodes
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
-from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks, gpu_health, link_table, nccl_chart, version_matrix
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
+    cover_rows, failing_checks, gpu_health, link_table, nccl_chart, report_title, version_matrix)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import (
     hca_bars, heatmap_matrix, perftest_parameters, perftest_rails, perftest_tests)
 
@@ -51,6 +52,7 @@ td.odd{background:#fff8c5;font-weight:600}
 code{font-size:12px}
 svg{max-width:100%;height:auto}
 table.signoff td{height:3.2em;min-width:12em}
+table.cover{margin-top:14px} table.cover th{width:12em}
 @media print{
 @page{size:A4 landscape;margin:12mm}
 body{font-size:11px}
@@ -320,7 +322,7 @@ def _section_comparison(comparison):
     return out
 
 
-def _section_signoff(doc):
+def _section_signoff(doc, cover):
     """The block the delivery engineer and the customer sign, on a page of its own when printed."""
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
@@ -329,27 +331,28 @@ def _section_signoff(doc):
             'parameters of the test plan (results.json, aicluster.infra %s).</p>' % tuple(_e(value) for value in (
                 summary.get('verdict', '?'), summary.get('nodes', '?'), summary.get('passed', '?'),
                 summary.get('failed', '?'), run.get('started', '?'), run.get('finished', '?'),
-                run.get('inventory', '?'), run.get('collection_version', '?'))),
+                report_title(doc, cover), run.get('collection_version', '?'))),
             _table(['role', 'name', 'signature', 'date'],
                    [[_td('Delivery engineer'), _td(''), _td(''), _td('')],
                     [_td('Customer representative'), _td(''), _td(''), _td('')]]).replace('<table>', '<table class="signoff">', 1)]
 
 
-def html_report(doc, comparison=None):
+def html_report(doc, comparison=None, cover=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
     verdict = str(summary.get('verdict', 'FAIL'))
+    title = report_title(doc, cover)
     sections = [('failures', 'Failing checks'), ('nccl', 'NCCL'), ('perftest', 'perftest'), ('fabric', 'Fabric links'),
                 ('versions', 'Versions'), ('gpu', 'GPU health'), ('signoff', 'Sign-off')]
     if comparison is not None:
         sections.insert(0, ('comparison', 'Comparison'))
     out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           '<title>%s: %s acceptance report</title>' % (_e(verdict), _e(run.get('inventory') or 'cluster')),
+           '<title>%s: %s acceptance report</title>' % (_e(verdict), _e(title)),
            '<style>%s</style></head><body>' % CSS,
            '<header class="verdict %s"><h1>%s</h1>' % ('pass' if verdict == 'PASS' else 'fail', _e(verdict)),
            '<p>%s &middot; aicluster.infra %s &middot; run %s to %s &middot; gate mode %s</p>' % (
-               _e(run.get('inventory', '?')), _e(run.get('collection_version', '?')), _e(run.get('started', '?')),
+               _e(title), _e(run.get('collection_version', '?')), _e(run.get('started', '?')),
                _e(run.get('finished', '?')), _e(run.get('mode', '?'))),
            '<div class="counts"><span>%s nodes</span><span>%s passed</span><span>%s failed</span><span>%s drained</span>'
            '<span>%s resumed</span>%s</div></header>' % (tuple(
@@ -357,6 +360,8 @@ def html_report(doc, comparison=None):
                '<span>%s cluster-level failures (no node drained)</span>' % _e(summary['cluster_failed'])
                if summary.get('cluster_failed') else '',)),
            '<nav>%s</nav><main>' % ''.join('<a href="#%s">%s</a>' % (anchor, title) for anchor, title in sections)]
+    out.append('<table class="cover">%s</table>' % ''.join(
+        '<tr><th>%s</th><td>%s</td></tr>' % (_e(label), _e(value)) for label, value in cover_rows(doc, cover)))
     if comparison is not None:
         out += _section_comparison(comparison)
     out += _section_failures(doc)
@@ -365,7 +370,7 @@ def html_report(doc, comparison=None):
     out += _section_fabric(doc)
     out += _section_versions(doc)
     out += _section_gpu(doc)
-    out += _section_signoff(doc)
+    out += _section_signoff(doc, cover)
     out.append('<p class="note">Written by aicluster.infra.acceptance_report from results.json (%s).</p>' % _e(doc.get('schema', '')))
     out.append('</main></body></html>')
     return '\n'.join(out) + '\n'

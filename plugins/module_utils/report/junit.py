@@ -17,9 +17,9 @@ from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostl
 from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
-    check_order, fmt, has_cluster_result, hostlist, is_number, node_results,
+    check_order, fmt, has_cluster_result, hostlist, inventory_name, is_number, node_results,
 )
-from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import next_action
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import COVER_KEYS, next_action, report_title
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects
 
 
@@ -36,7 +36,7 @@ def _seconds(run):
     return max(0, int((end - start).total_seconds()))
 
 
-def junit_xml(doc):
+def junit_xml(doc, cover=None):
     """JUnit XML: one testsuite per check area, one testcase per node and check (classname ``<area>.<node>``)."""
     run = doc.get('run') or {}
     timestamp = str(run.get('started') or '1970-01-01T00:00:00Z').rstrip('Z')
@@ -58,11 +58,13 @@ def junit_xml(doc):
         ordered = sorted(cases[area], key=lambda key: (hostlist_sort_key(key[0]), check_order(key[1])))
         suite = ET.SubElement(root, 'testsuite', dict([
             ('name', _clean(area)), ('tests', str(len(ordered))), ('failures', '0'), ('errors', '0'), ('skipped', '0'),
-            ('time', '0'), ('timestamp', _clean(timestamp)), ('hostname', _clean(run.get('inventory') or 'localhost')),
+            ('time', '0'), ('timestamp', _clean(timestamp)), ('hostname', _clean(inventory_name(run.get('inventory')) or 'localhost')),
             ('id', str(suite_id)), ('package', 'aicluster.infra.verify.%s' % _clean(area))]))
         properties = ET.SubElement(suite, 'properties')
-        for name in ('inventory', 'collection_version', 'mode'):
-            ET.SubElement(properties, 'property', dict([('name', name), ('value', _clean(run.get(name) or ''))]))
+        for name, value in [('inventory', inventory_name(run.get('inventory'))),
+                            ('collection_version', run.get('collection_version') or ''), ('mode', run.get('mode') or '')] + [
+                (key, (cover or {}).get(key)) for key in COVER_KEYS if (cover or {}).get(key)]:
+            ET.SubElement(properties, 'property', dict([('name', name), ('value', _clean(value))]))
         failures = 0
         for node, check in ordered:
             results = cases[area][(node, check)]
@@ -90,7 +92,7 @@ def junit_xml(doc):
         ET.SubElement(suite, 'system-err')
         total_tests += len(ordered)
         total_failures += failures
-    for name, value in (('name', _clean('aicluster.infra acceptance: %s' % (run.get('inventory') or ''))),
+    for name, value in (('name', _clean('aicluster.infra acceptance: %s' % report_title(doc, cover))),
                         ('tests', str(total_tests)), ('failures', str(total_failures)), ('errors', '0'),
                         ('time', str(_seconds(run)))):
         root.set(name, value)

@@ -13,7 +13,8 @@ __metaclass__ = type
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, hostlist
 from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
-from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import failing_checks, results_table, test_plan, version_matrix
+from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
+    cover_rows, failing_checks, report_title, results_table, test_plan, version_matrix)
 
 
 def _md(text):
@@ -72,19 +73,15 @@ def _inventory_lines(doc):
     return lines
 
 
-def summary_markdown(doc, comparison=None):
+def summary_markdown(doc, comparison=None, cover=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
-    out = ['# Acceptance test report: %s' % _md(run.get('inventory') or 'cluster'), '']
+    out = ['# Acceptance test report: %s' % _md(report_title(doc, cover)), '']
     out.append('**Verdict: %s** (%s of %s nodes passed, %s failed, %s drained%s)' % (
         summary.get('verdict', '?'), summary.get('passed', '?'), summary.get('nodes', '?'), summary.get('failed', '?'),
         summary.get('drained', '?'), '; %s cluster-level failures, for which no node is drained' % summary['cluster_failed']
         if summary.get('cluster_failed') else ''))
-    out += ['', '| | |', '|---|---|',
-            '| Run | %s to %s |' % (_md(run.get('started', '?')), _md(run.get('finished', '?'))),
-            '| Inventory | %s |' % _md(run.get('inventory', '?')),
-            '| Collection | aicluster.infra %s |' % _md(run.get('collection_version', '?')),
-            '| Gate mode | %s |' % _md(run.get('mode', '?')), '']
+    out += ['', '| | |', '|---|---|'] + ['| %s | %s |' % (label, _md(value)) for label, value in cover_rows(doc, cover)] + ['']
     out += ['## Cluster and hardware inventory', ''] + _inventory_lines(doc) + ['']
     matrix = version_matrix(doc)
     out += ['## Software and firmware versions', '', '| component | fleet value | nodes | odd ones out |', '|---|---|---|---|']

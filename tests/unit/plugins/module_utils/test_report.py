@@ -474,7 +474,7 @@ def test_junit_one_suite_per_area_one_case_per_node_and_check():
     failure = root.find("testsuite[@name='perftest']/testcase[@classname='perftest.gpu03']/failure")
     assert failure.get('message').endswith('(and 2 more)')
     props = dict((prop.get('name'), prop.get('value')) for prop in root.find('testsuite/properties'))
-    assert props == {'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain'}
+    assert props == {'inventory': 'lab', 'collection_version': '0.1.0', 'mode': 'drain'}  # a name, not the path
     assert root.get('time') == '398'
 
 
@@ -509,7 +509,7 @@ def test_summary_markdown_sections():
     headings = re.findall(r'^## (.*)$', text, re.M)
     assert headings == ['Cluster and hardware inventory', 'Software and firmware versions', 'Test plan', 'Results',
                         'Failed items and actions', 'Sign-off']
-    assert text.startswith('# Acceptance test report: inventories/lab\n\n**Verdict: FAIL** (1 of 4 nodes passed')
+    assert text.startswith('# Acceptance test report: lab\n\n**Verdict: FAIL** (1 of 4 nodes passed')
     assert '- Nodes: 4 (`gpu[01-04]`)' in text and '- GPUs per node: 8 x NVIDIA H100 80GB HBM3' in text
     assert '| HCA firmware | 28.42.1000 | 3 of 4 | 28.42.1000 (mlx5_0 28.39.1002): `gpu02` |' in text
     assert re.search(r'^\| `nccl.busbw` \| .* \| 400 GB/s \| median [\d.]+ GB/s, worst [\d.]+ GB/s \| \+[\d.]+% '
@@ -541,9 +541,8 @@ def test_html_is_self_contained():
 
 def test_html_escapes_document_strings():
     doc = copy.deepcopy(CLEAN)
-    doc['run']['inventory'] = '<script>alert(1)</script>'
     doc['nodes']['gpu01']['versions']['kernel'] = '6.1 <b>'
-    text = html.html_report(doc)
+    text = html.html_report(doc, cover={'cluster': '<script>alert(1)</script>'})
     assert '<script>' not in text and '&lt;script&gt;' in text and '6.1 &lt;b&gt;' in text
     assert '<header class="verdict pass"><h1>PASS</h1>' in text
 
@@ -641,9 +640,41 @@ def test_per_counter_limits_read_as_counters_not_a_python_dict():
 def test_html_has_the_sign_off_block_and_a_print_stylesheet():
     text = html.html_report(LAB)
     signoff = text[text.index('<h2 id="signoff">'):]
-    assert 'Verdict <b>FAIL</b> for 4 nodes' in signoff and 'inventories/lab' in signoff
+    assert 'Verdict <b>FAIL</b> for 4 nodes' in signoff and ' on lab with ' in signoff
     assert '<table class="signoff">' in signoff
     assert [row for row in ('Delivery engineer', 'Customer representative') if '<td>%s</td><td></td><td></td><td></td>' % row
             in signoff] == ['Delivery engineer', 'Customer representative']
     style = text[text.index('<style>'):text.index('</style>')]
     assert '@media print{' in style and '@page{size:A4 landscape' in style and 'nav{display:none}' in style
+
+
+@pytest.mark.parametrize('source, name', [
+    ('/home/ops/clusters/hgx-su1/hosts.yml', 'hgx-su1'), ('/home/ops/clusters/hgx-su1/', 'hgx-su1'),
+    ('inventories/lab', 'lab'), ('/srv/inv/su2.yml', 'su2'), ('hosts', 'hosts'), ('./mycluster/inventory', 'mycluster'),
+    ('', ''), (None, ''),
+])
+def test_inventory_name_is_never_the_engineers_path(source, name):
+    assert _text.inventory_name(source) == name
+
+
+def test_the_cover_heads_every_output_and_leaves_out_what_is_not_given():
+    cover = {'customer': 'Example Research Lab', 'site': 'DH2 rows 14-17', 'cluster': 'hgx-su1',
+             'criteria': 'SOW-2026-117 appendix B rev 3', 'run_by': 'J. Doe', 'commit': '9afa5ef'}
+    doc = copy.deepcopy(LAB)
+    doc['run']['inventory'] = '/home/jdoe/work/customer-x/hgx-su1/hosts.yml'
+    assert figures.cover_rows(doc, cover) == [
+        ('Customer', 'Example Research Lab'), ('Site', 'DH2 rows 14-17'), ('Cluster', 'hgx-su1'),
+        ('Acceptance criteria', 'SOW-2026-117 appendix B rev 3'), ('Inventory', 'hgx-su1'),
+        ('Run', '2026-11-29T17:00:03Z to 2026-11-29T17:06:41Z'), ('Run by', 'J. Doe'),
+        ('Collection', 'aicluster.infra 0.1.0 (commit 9afa5ef)'), ('Gate mode', 'drain')]
+    assert [label for label, _value in figures.cover_rows(doc)] == ['Inventory', 'Run', 'Collection', 'Gate mode']
+    outputs = report.build_outputs(doc, cover=cover)
+    assert not any('/home/jdoe' in text for text in outputs.values())
+    assert outputs['summary.md'].startswith('# Acceptance test report: hgx-su1\n')
+    assert '| Acceptance criteria | SOW-2026-117 appendix B rev 3 |' in outputs['summary.md']
+    assert '<tr><th>Customer</th><td>Example Research Lab</td></tr>' in outputs['report.html']
+    assert '<title>FAIL: hgx-su1 acceptance report</title>' in outputs['report.html']
+    root = _check_junit_structure(outputs['junit.xml'])
+    props = dict((prop.get('name'), prop.get('value')) for prop in root.find('testsuite/properties'))
+    assert props['customer'] == 'Example Research Lab' and props['criteria'] == 'SOW-2026-117 appendix B rev 3'
+    assert root.get('name') == 'aicluster.infra acceptance: hgx-su1'
