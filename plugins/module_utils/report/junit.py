@@ -23,10 +23,6 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report.figures imp
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects
 
 
-def _clean(text):
-    return control_free(text)
-
-
 def _seconds(run):
     try:
         start = datetime.datetime.strptime(str(run.get('started')), '%Y-%m-%dT%H:%M:%SZ')
@@ -57,20 +53,20 @@ def junit_xml(doc, cover=None):
     for suite_id, area in enumerate(sorted(cases, key=lambda name: (area_rank.get(name, len(AREAS)), name))):
         ordered = sorted(cases[area], key=lambda key: (hostlist_sort_key(key[0]), check_order(key[1])))
         suite = ET.SubElement(root, 'testsuite', dict([
-            ('name', _clean(area)), ('tests', str(len(ordered))), ('failures', '0'), ('errors', '0'), ('skipped', '0'),
-            ('time', '0'), ('timestamp', _clean(timestamp)), ('hostname', _clean(inventory_name(run.get('inventory')) or 'localhost')),
-            ('id', str(suite_id)), ('package', 'aicluster.infra.verify.%s' % _clean(area))]))
+            ('name', control_free(area)), ('tests', str(len(ordered))), ('failures', '0'), ('errors', '0'), ('skipped', '0'),
+            ('time', '0'), ('timestamp', control_free(timestamp)), ('hostname', control_free(inventory_name(run.get('inventory')) or 'localhost')),
+            ('id', str(suite_id)), ('package', 'aicluster.infra.verify.%s' % control_free(area))]))
         properties = ET.SubElement(suite, 'properties')
         for name, value in [('inventory', inventory_name(run.get('inventory'))),
                             ('collection_version', run.get('collection_version') or ''), ('mode', run.get('mode') or '')] + [
                 (key, (cover or {}).get(key)) for key in COVER_KEYS if (cover or {}).get(key)]:
-            ET.SubElement(properties, 'property', dict([('name', name), ('value', _clean(value))]))
+            ET.SubElement(properties, 'property', dict([('name', name), ('value', control_free(value))]))
         failures = 0
         for node, check in ordered:
             results = cases[area][(node, check)]
             bad = [result for result in results if not result.get('passed', True)]
             case = ET.SubElement(suite, 'testcase', dict([
-                ('classname', _clean('%s.%s' % (area, node))), ('name', _clean(check)), ('time', '0')]))
+                ('classname', control_free('%s.%s' % (area, node))), ('name', control_free(check)), ('time', '0')]))
             if not bad:
                 continue
             failures += 1
@@ -85,14 +81,14 @@ def junit_xml(doc, cover=None):
                     result.get('subject'), fmt(result.get('measured'), result.get('unit')),
                     fmt(result.get('threshold'), result.get('unit')), result.get('message') or ''))
             body.append('next: ' + next_action(node, first, suspects))
-            failure = ET.SubElement(case, 'failure', dict([('message', _clean(message)), ('type', _clean(check))]))
-            failure.text = _clean('\n'.join(body))
+            failure = ET.SubElement(case, 'failure', dict([('message', control_free(message)), ('type', control_free(check))]))
+            failure.text = control_free('\n'.join(body))
         suite.set('failures', str(failures))
         ET.SubElement(suite, 'system-out')
         ET.SubElement(suite, 'system-err')
         total_tests += len(ordered)
         total_failures += failures
-    for name, value in (('name', _clean('aicluster.infra acceptance: %s' % report_title(doc, cover))),
+    for name, value in (('name', control_free('aicluster.infra acceptance: %s' % report_title(doc, cover))),
                         ('tests', str(total_tests)), ('failures', str(total_failures)), ('errors', '0'),
                         ('time', str(_seconds(run)))):
         root.set(name, value)

@@ -191,3 +191,13 @@ def test_stages_lists_them():
     out = io.StringIO()
     assert cli.main(['stages'], out=out) == 0
     assert [line.split()[0] for line in out.getvalue().splitlines()] == list(cli.STAGES)
+
+
+def test_exit_statuses_are_ansible_playbooks():
+    """The meanings follow ansible-core's own constants (2.16 and later), not a list typed from memory."""
+    from ansible.executor.task_queue_manager import TaskQueueManager as TQM
+    assert cli.EXIT_MEANING[TQM.RUN_OK] == 'ok'
+    assert cli.EXIT_MEANING[TQM.RUN_FAILED_HOSTS] == 'one or more hosts failed'
+    assert cli.EXIT_MEANING[TQM.RUN_UNREACHABLE_HOSTS].startswith('one or more hosts unreachable')
+    assert TQM.RUN_FAILED_HOSTS | TQM.RUN_UNREACHABLE_HOSTS in cli.EXIT_MEANING
+    assert 3 not in cli.EXIT_MEANING and 8 not in cli.EXIT_MEANING  # no such status leaves ansible-playbook
