@@ -82,6 +82,7 @@ def failing_checks(doc):
             'measured': result.get('measured'), 'threshold': result.get('threshold'), 'unit': result.get('unit'),
             'deviation': deviation(result.get('measured'), result.get('threshold')),
             'message': result.get('message') or '', 'action': next_action(node, result, suspects),
+            'peer': result.get('peer'), 'partner': result.get('partner'), 'partners': result.get('partners'),
         })
     multi = (doc.get('nccl') or {}).get('multi_node') or {}
     if multi and multi.get('passed') is False and not has_cluster_result(doc, 'nccl.multi_node_busbw'):
@@ -152,9 +153,20 @@ def link_table(doc, limit=LINK_ROWS):
     if not links and (doc.get('fabric') or {}).get('degraded'):
         rows = [dict(link, bad=True) for link in doc['fabric']['degraded']]
         degraded = list(doc['fabric']['degraded'])
-    return {'rows': rows, 'total': len(links), 'bad': len(degraded), 'shown_all': shown_all,
+    # iblinkinfo lists a link from both of its ends (the HCA's row and the switch port's): one cable, counted once
+    physical = set(_link_key(link) for link in degraded)
+    return {'rows': rows, 'total': len(set(_link_key(link) for link in links)), 'bad': len(physical), 'shown_all': shown_all,
             'unused': len(every) - len(links),
             'counts': sorted(counts.items(), key=lambda item: (-item[1], item[0]))}
+
+
+def _link_key(link):
+    """The same key for both ends' rows of one link: their (LID, port) pairs; a link without a known peer is its own."""
+    here = (link.get('node_lid'), link.get('port'))
+    there = (link.get('peer_lid'), link.get('peer_port'))
+    if here[0] is None or there[0] is None:
+        return ('row', id(link))
+    return frozenset([here, there])
 
 
 def _unused_switch_port(link):
@@ -228,11 +240,27 @@ def gpu_health(doc):
     return {'columns': [column for column, _checks in GPU_COLUMNS], 'rows': rows}
 
 
+# A node's passing fabric link result counts its links (measured: links seen, threshold: HCAs); the table compares
+# what the failing ones compare, the width or the lane speed.
+LINK_SUMMARY = {'fabric.link_width': ('fabric_width', '4X'), 'fabric.link_speed': ('fabric_lane_speed_gbps', 'full lane speed')}
+
+
+def _as_compared(result, parameters):
+    """A result as the results table compares it: a node's passing link summary as the expected width or speed."""
+    check = result.get('check')
+    if check in LINK_SUMMARY and result.get('subject') == 'node' and result.get('passed', True):
+        key, default = LINK_SUMMARY[check]
+        wanted = parameters.get(key) or default
+        return dict(result, measured=wanted, threshold=wanted, unit=None)
+    return result
+
+
 def results_table(doc):
     """Per check id that ran: baseline (the threshold), measured median and worst, deviations, passed of total."""
     by_check = {}
+    parameters = (doc.get('run') or {}).get('parameters') or {}
     for _node, result in node_results(doc):
-        by_check.setdefault(result.get('check'), []).append(result)
+        by_check.setdefault(result.get('check'), []).append(_as_compared(result, parameters))
     rows = []
     for check in sorted(by_check, key=check_order):
         results = by_check[check]
@@ -287,6 +315,30 @@ def test_plan(doc):
         checks = sorted(set(result.get('check') for _node, result in node_results(doc) if result.get('area') == area),
                         key=check_order)
         rows.append({'area': area, 'tools': AREA_TOOLS.get(area, ''), 'parameters': mine, 'checks': checks})
+    return rows
+
+
+def criteria(doc):
+    """Per planned check: what it compares, the threshold of this run (every distinct value, from the results; a
+    cluster-level check's too), the default and where that default comes from (the check record's ``default`` and
+    ``source``, which docs/verify.md tabulates)."""
+    parameters = (doc.get('run') or {}).get('parameters') or {}
+    thresholds = {}
+    for _node, result in node_results(doc):
+        result = _as_compared(result, parameters)
+        if result.get('skipped'):
+            continue
+        value = fmt(result.get('threshold'), result.get('unit'))
+        seen = thresholds.setdefault(result.get('check'), [])
+        if value not in seen:
+            seen.append(value)
+    rows = []
+    for check in sorted(thresholds, key=check_order):
+        record = CHECKS.get(check)
+        values = thresholds[check]
+        shown = '; '.join(values[:4]) + ('; ... (%d values)' % len(values) if len(values) > 4 else '')
+        rows.append({'check': check, 'what': record.description if record else check, 'threshold': shown,
+                     'default': (record.default if record else '') or '', 'source': (record.source if record else '') or ''})
     return rows
 
 

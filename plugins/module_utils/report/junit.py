@@ -21,6 +21,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report._text impor
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import COVER_KEYS, next_action, report_title
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import perftest_suspects
+from ansible_collections.aicluster.infra.plugins.module_utils.report.problems import check_states
 
 
 def _seconds(run):
@@ -46,9 +47,16 @@ def junit_xml(doc, cover=None):
             'check': 'nccl.multi_node_busbw', 'subject': hostlist(multi.get('nodes') or []), 'measured': multi['busbw'],
             'threshold': multi.get('threshold'), 'unit': 'GB/s', 'passed': bool(multi.get('passed')),
             'message': 'multi-node all_reduce busbw %s GB/s, threshold %s GB/s' % (fmt(multi['busbw']), fmt(multi.get('threshold')))}]
+    # planned checks a node has no result of (it ran jobs, or did not answer) are testcases too, skipped with the reason
+    for node, states in check_states(doc)['nodes'].items():
+        for check, (state, reason) in states.items():
+            area = CHECKS[check].area if check in CHECKS else 'other'
+            if state == 'not tested' and (node, check) not in cases.get(area, {}):
+                cases.setdefault(area, {})[(node, check)] = [{'check': check, 'subject': 'node', 'passed': True,
+                                                             'not_tested': reason}]
     suspects = perftest_suspects((doc.get('perftest') or {}).get('pairs') or [])
     root = ET.Element('testsuites')
-    total_tests = total_failures = 0
+    total_tests = total_failures = total_errors = total_skipped = 0
     area_rank = dict((area, position) for position, area in enumerate(AREAS))
     for suite_id, area in enumerate(sorted(cases, key=lambda name: (area_rank.get(name, len(AREAS)), name))):
         ordered = sorted(cases[area], key=lambda key: (hostlist_sort_key(key[0]), check_order(key[1])))
@@ -61,13 +69,24 @@ def junit_xml(doc, cover=None):
                             ('collection_version', run.get('collection_version') or ''), ('mode', run.get('mode') or '')] + [
                 (key, (cover or {}).get(key)) for key in COVER_KEYS if (cover or {}).get(key)]:
             ET.SubElement(properties, 'property', dict([('name', name), ('value', control_free(value))]))
-        failures = 0
+        failures = errors = skipped = 0
         for node, check in ordered:
             results = cases[area][(node, check)]
             bad = [result for result in results if not result.get('passed', True)]
             case = ET.SubElement(suite, 'testcase', dict([
                 ('classname', control_free('%s.%s' % (area, node))), ('name', control_free(check)), ('time', '0')]))
             if not bad:
+                reason = _skip_reason(results)
+                if reason:
+                    skipped += 1
+                    ET.SubElement(case, 'skipped', dict([('message', control_free(reason))]))
+                continue
+            if check == 'node.reachable':
+                # the node did not answer: the test could not run, which JUnit calls an error, not a failure
+                errors += 1
+                error = ET.SubElement(case, 'error', dict([('message', control_free(bad[0].get('message') or 'unreachable')),
+                                                          ('type', 'node.reachable')]))
+                error.text = control_free('next: ' + next_action(node, bad[0]))
                 continue
             failures += 1
             first = bad[0]
@@ -84,18 +103,33 @@ def junit_xml(doc, cover=None):
             failure = ET.SubElement(case, 'failure', dict([('message', control_free(message)), ('type', control_free(check))]))
             failure.text = control_free('\n'.join(body))
         suite.set('failures', str(failures))
+        suite.set('errors', str(errors))
+        suite.set('skipped', str(skipped))
         ET.SubElement(suite, 'system-out')
         ET.SubElement(suite, 'system-err')
         total_tests += len(ordered)
         total_failures += failures
+        total_errors += errors
+        total_skipped += skipped
     for name, value in (('name', control_free('aicluster.infra acceptance: %s' % report_title(doc, cover))),
-                        ('tests', str(total_tests)), ('failures', str(total_failures)), ('errors', '0'),
-                        ('time', str(_seconds(run)))):
+                        ('tests', str(total_tests)), ('failures', str(total_failures)), ('errors', str(total_errors)),
+                        ('skipped', str(total_skipped)), ('time', str(_seconds(run)))):
         root.set(name, value)
     _indent(root)
     # ElementTree escapes &, <, > and " in text and attributes, and newlines in attributes; control_free removed
     # what XML cannot hold, so the file is well-formed whatever the tools printed
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding='unicode') + '\n'
+
+
+def _skip_reason(results):
+    """Why a testcase without a failure did not test: the node was not tested, or every result was "not checked"."""
+    for result in results:
+        if result.get('not_tested'):
+            return 'not tested: %s' % result['not_tested']
+    if results and all(result.get('skipped') for result in results):
+        reason = results[0].get('skipped')
+        return 'not checked: %s' % (reason if isinstance(reason, str) else results[0].get('message') or 'skipped')
+    return None
 
 
 def _indent(element, level=0):

@@ -14,7 +14,9 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report._text impor
 from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
-    cover_rows, failing_checks, report_title, results_table, test_plan, version_matrix)
+    cover_rows, criteria, failing_checks, report_title, results_table, test_plan, version_matrix)
+from ansible_collections.aicluster.infra.plugins.module_utils.report.problems import (
+    check_states, physical_problems, problem_counts)
 
 
 def _md(text):
@@ -22,6 +24,12 @@ def _md(text):
     removed, HTML neutralised (a renderer would run a <script> in a result message), no cell or line break."""
     text = control_free(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
     return text.replace('|', '\\|').replace('`', '\\`').replace('\r', ' ').replace('\n', ' ')
+
+
+def _ours(text):
+    """The collection's own text (check records): code spans kept, HTML and pipes neutralised."""
+    text = control_free(text).replace('&', '&amp;').replace('<', '&lt;').replace('>', '&gt;')
+    return text.replace('|', '\\|').replace('\r', ' ').replace('\n', ' ')
 
 
 def _code(text):
@@ -93,6 +101,13 @@ def summary_markdown(doc, comparison=None, cover=None):
     for row in test_plan(doc):
         out.append('| %s | %s | %s | %s |' % (_md(row['area']), _md(row['tools']), _md(', '.join(row['parameters']) or '-'),
                                               _md(', '.join(row['checks']) or '-')))
+    out += ['', '### Acceptance criteria', '',
+            'Every check of the run with its threshold in this run, the default and where the default comes from.', '',
+            '| check | criterion | threshold (this run) | default | source |', '|---|---|---|---|---|']
+    for row in criteria(doc):
+        out.append('| `%s` | %s | %s | %s | %s |' % (_code(row['check']), _ours(row['what']), _md(row['threshold']),
+                                                    _ours(row['default']), _ours(row['source'])))
+    out += [''] + _coverage_markdown(doc)
     out += ['', '## Results', '',
             'Baseline is the acceptance threshold; deviation is the median (and the worst node) against it.', '',
             '| test | what | baseline | measured | deviation | passed |', '|---|---|---|---|---|---|']
@@ -101,6 +116,7 @@ def summary_markdown(doc, comparison=None, cover=None):
             _code(row['check']), _md(row['what']), _md(_baseline_text(row)), _md(_measured_text(row)), _md(_deviation_text(row)),
             row['passed'], row['total']))
     failures = failing_checks(doc)
+    out += [''] + _problems_markdown(physical_problems(failures))
     out += ['', '## Failed items and actions', '']
     if not failures:
         out.append('None.')
@@ -117,6 +133,42 @@ def summary_markdown(doc, comparison=None, cover=None):
             '| role | name | signature | date |', '|---|---|---|---|',
             '| Delivery engineer | | | |', '| Customer representative | | | |', '']
     return '\n'.join(out)
+
+
+def _problems_markdown(problems):
+    """One entry per physical problem: the end at fault, the other end (neutral), the checks it failed, the action."""
+    counts = problem_counts(problems)
+    out = ['## Problems', '']
+    if not problems:
+        return out + ['None: every check passed.']
+    out += ['%d problems on %d nodes (or the fleet), %d failing checks in all.' % (
+        counts['problems'], counts['nodes'], counts['checks']), '']
+    for number, problem in enumerate(problems, 1):
+        out.append('%d. **%s**' % (number, _md(problem['title'])))
+        out.append('   - at fault: %s%s' % (_md(problem['blamed']), '; other end: %s' % _md(', '.join(problem['ends']))
+                                            if problem['ends'] else ''))
+        out.append('   - failed: %s' % '; '.join('`%s` %s %s' % (_code(row['check']), _md(row['subject']),
+                                                                  _md(fmt(row['measured'], row['unit'])))
+                                                 for row in problem['rows']))
+        out.append('   - next: %s' % _md(problem['action']))
+    return out
+
+
+def _coverage_markdown(doc):
+    """Every planned check with how many nodes passed, failed, skipped it or were not tested, and why."""
+    states = check_states(doc)
+    out = ['### Coverage', '', 'Every check the run made, on every node: passed, failed, skipped (with the reason the '
+           'check gave) or not tested (the node ran jobs or did not answer).', '',
+           '| check | passed | failed | skipped | not tested | why |', '|---|---|---|---|---|---|']
+    for row in states['checks']:
+        counts = row['counts']
+        why = '; '.join('%s on `%s`: %s' % (state, _code(hostlist(members)), _md(reason))
+                        for state, reason, members in row['reasons'])
+        out.append('| `%s` | %d | %d | %d | %d | %s |' % (_code(row['check']), counts['passed'], counts['failed'],
+                                                        counts['skipped'], counts['not tested'], why or '-'))
+    if states['not_run']:
+        out += ['', 'Areas not run in this run: %s.' % _md(', '.join(states['not_run']))]
+    return out
 
 
 def _comparison_markdown(comparison):

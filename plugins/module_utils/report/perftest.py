@@ -76,6 +76,42 @@ def perftest_parameters(doc):
     return fraction, parameters.get('perftest_bidirectional') is True
 
 
+def expected_rates(pairs):
+    """Per rail, the line rate the fleet expects: the most common ``line_rate`` of the rail's pairs (ties: the
+    higher). results.json since the verify redesign records the fleet's expected rate in every pair (``negotiated``
+    beside it); an older document recorded the pair's own port rate, which a degraded link lowers."""
+    tally = {}
+    for pair in pairs:
+        rate = pair.get('line_rate')
+        if is_number(rate) and rate > 0:
+            counts = tally.setdefault(pair.get('rail'), {})
+            counts[rate] = counts.get(rate, 0) + 1
+    return dict((rail, sorted(counts.items(), key=lambda item: (-item[1], -item[0]))[0][0]) for rail, counts in tally.items())
+
+
+def pair_line_rate(pair, expected):
+    """The line rate a pair is judged against: its own ``line_rate`` when the document says it is the fleet's
+    (``negotiated`` recorded beside it), else never below the rail's expected rate (``expected_rates``)."""
+    rate = pair.get('line_rate')
+    if 'negotiated' in pair and is_number(rate) and rate > 0:
+        return rate
+    fleet = expected.get(pair.get('rail'))
+    if is_number(rate) and rate > 0:
+        return max(rate, fleet) if is_number(fleet) else rate
+    return fleet
+
+
+def blamed_endpoints(doc, test='write_bw'):
+    """(node, hca) endpoints the gate failed for ``perftest.<test>``: the end at fault, never its healthy partner."""
+    check = 'perftest.' + test
+    blamed = set()
+    for name, entry in (doc.get('nodes') or {}).items():
+        for result in entry.get('results') or []:
+            if result.get('check') == check and not result.get('passed', True):
+                blamed.add((name, hca_of(result.get('subject'))))
+    return blamed
+
+
 def _heatmap_labels(names, block):
     labels = []
     for start in range(0, len(names), block):
@@ -88,8 +124,9 @@ def heatmap_matrix(doc, rail, test='write_bw', max_side=HEATMAP_MAX_SIDE):
     """The heatmap of one rail: fractions of line rate between nodes, or between blocks of nodes.
 
     Returns ``labels`` (a node name, or ``first-last`` of a block), ``block``
-    (nodes per label), ``cells`` ({(row, col): {fraction, measured, pairs, worst}}
-    for measured pairs only, both directions; a block cell holds its worst pair),
+    (nodes per label), ``cells`` ({(row, col): {fraction, measured, pairs, worst, passed}}
+    for measured pairs only, both directions; a block cell holds its worst pair; ``passed``: every pair of the cell
+    passed the gate; the fraction is of the rate the fleet expects (``pair_line_rate``), never a degraded port's own),
     ``bidirectional`` (the cells are fractions of twice the line rate) and
     ``threshold_fraction``: run.parameters.perftest_fraction; for a document
     without it, the median of the pairs' threshold / line rate when that is a
@@ -102,21 +139,26 @@ def heatmap_matrix(doc, rail, test='write_bw', max_side=HEATMAP_MAX_SIDE):
     bidirectional = bidirectional and test.endswith('_bw')
     cells = {}
     fractions = []
-    for pair in perftest_pairs(doc, test):
+    pairs = perftest_pairs(doc, test)
+    expected = expected_rates(pairs)
+    for pair in pairs:
         if pair.get('rail') != rail or pair['client'] not in index or pair['server'] not in index:
             continue
-        line_rate = pair.get('line_rate') or 0
+        line_rate = pair_line_rate(pair, expected) or 0
         if not is_number(pair.get('measured')) or not is_number(line_rate) or line_rate <= 0:
             continue
         fraction = pair['measured'] / (float(line_rate) * (2 if bidirectional else 1))
         if is_number(pair.get('threshold')):
             fractions.append(pair['threshold'] / float(line_rate))
+        passed = pair.get('passed', True) is not False
         for row, col in ((index[pair['client']], index[pair['server']]), (index[pair['server']], index[pair['client']])):
             cell = cells.get((row, col))
             if cell is None:
-                cells[(row, col)] = {'fraction': fraction, 'measured': pair['measured'], 'pairs': 1, 'worst': pair}
+                cells[(row, col)] = {'fraction': fraction, 'measured': pair['measured'], 'pairs': 1, 'worst': pair,
+                                     'passed': passed}
             else:
                 cell['pairs'] += 1
+                cell['passed'] = cell['passed'] and passed
                 if fraction < cell['fraction']:
                     cell.update(fraction=fraction, measured=pair['measured'], worst=pair)
     if threshold_fraction is None:
@@ -132,14 +174,20 @@ def perftest_rails(doc, test='write_bw'):
 
 def hca_bars(doc, test='write_bw'):
     """Per (node, hca) endpoint, the median of its pairs (a faulty HCA is low with every partner, its partners only
-    with it) and its worst pair: all endpoints up to HCA_BARS_ALL, else the HCA_BARS_WORST lowest."""
+    with it) and its worst pair: all endpoints up to HCA_BARS_ALL, else the HCA_BARS_WORST lowest.
+
+    ``state``: ``fail`` for an endpoint the gate failed (the end at fault), ``partner`` for one whose median is
+    under the threshold only because its pairs include a failing end (neutral: the gate cleared it), ``pass``."""
     measured = {}
     thresholds, line_rates, units = [], [], set()
-    for pair in perftest_pairs(doc, test):
+    pairs = perftest_pairs(doc, test)
+    expected = expected_rates(pairs)
+    blamed = blamed_endpoints(doc, test)
+    for pair in pairs:
         if not is_number(pair.get('measured')):
             continue
         thresholds.append(pair.get('threshold'))
-        line_rates.append(pair.get('line_rate'))
+        line_rates.append(pair_line_rate(pair, expected))
         units.add(pair.get('unit') or '')
         for node, hca, partner in ((pair['client'], pair.get('hca'), pair['server']),
                                    (pair['server'], pair.get('peer_hca', pair.get('hca')), pair['client'])):
@@ -150,8 +198,10 @@ def hca_bars(doc, test='write_bw'):
         values = measured[(node, hca)]
         middle = median(value for value, _partner in values)
         worst, partner = min(values)
+        low = threshold is not None and middle < threshold
+        state = 'fail' if (node, hca) in blamed else ('partner' if low else 'pass')
         bars.append({'node': node, 'hca': hca, 'measured': middle, 'worst': worst, 'partner': partner, 'pairs': len(values),
-                     'passed': threshold is None or middle >= threshold})
+                     'passed': state != 'fail', 'state': state})
     total = len(bars)
     if total > HCA_BARS_ALL:
         bars = sorted(bars, key=lambda entry: (entry['measured'], hostlist_sort_key(entry['node']), str(entry['hca'])))[:HCA_BARS_WORST]

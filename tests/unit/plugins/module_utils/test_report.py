@@ -373,6 +373,7 @@ JUNIT_XSD = '''<?xml version="1.0" encoding="UTF-8"?>
       <xs:attribute name="tests" type="xs:nonNegativeInteger" use="required"/>
       <xs:attribute name="failures" type="xs:nonNegativeInteger" use="required"/>
       <xs:attribute name="errors" type="xs:nonNegativeInteger" use="required"/>
+      <xs:attribute name="skipped" type="xs:nonNegativeInteger"/>
       <xs:attribute name="time" type="xs:decimal"/>
     </xs:complexType>
   </xs:element>
@@ -432,7 +433,7 @@ def _check_junit_structure(text):
     assert root.tag == 'testsuites'
     for attribute in ('tests', 'failures', 'errors'):
         assert root.get(attribute, '').isdigit(), attribute
-    total = failures = 0
+    total = failures = errors = skipped = 0
     for suite in root:
         assert suite.tag == 'testsuite'
         for attribute in ('name', 'tests', 'failures', 'errors', 'time', 'timestamp', 'hostname'):
@@ -443,18 +444,25 @@ def _check_junit_structure(text):
         cases = suite.findall('testcase')
         assert set(children[1:-2]) <= {'testcase'}
         assert int(suite.get('tests')) == len(cases)
-        failed = 0
+        tally = {'failure': 0, 'error': 0, 'skipped': 0}
         for case in cases:
             for attribute in ('name', 'classname', 'time'):
                 assert case.get(attribute), attribute
             assert case.get('classname').startswith(suite.get('name') + '.')
             problems = list(case)
-            assert len(problems) <= 1 and all(problem.tag == 'failure' and problem.get('type') for problem in problems)
-            failed += len(problems)
-        assert int(suite.get('failures')) == failed
+            assert len(problems) <= 1 and all(problem.tag in tally for problem in problems)
+            assert all(problem.get('type') for problem in problems if problem.tag != 'skipped')
+            assert all(problem.get('message') for problem in problems)
+            for problem in problems:
+                tally[problem.tag] += 1
+        assert int(suite.get('failures')) == tally['failure']
+        assert int(suite.get('errors')) == tally['error'] and int(suite.get('skipped')) == tally['skipped']
         total += len(cases)
-        failures += failed
+        failures += tally['failure']
+        errors += tally['error']
+        skipped += tally['skipped']
     assert int(root.get('tests')) == total and int(root.get('failures')) == failures
+    assert int(root.get('errors')) == errors and int(root.get('skipped')) == skipped
     return root
 
 
@@ -508,7 +516,7 @@ def test_summary_markdown_sections():
     text = markdown.summary_markdown(LAB)
     headings = re.findall(r'^## (.*)$', text, re.M)
     assert headings == ['Cluster and hardware inventory', 'Software and firmware versions', 'Test plan', 'Results',
-                        'Failed items and actions', 'Sign-off']
+                        'Problems', 'Failed items and actions', 'Sign-off']
     assert text.startswith('# Acceptance test report: lab\n\n**Verdict: FAIL** (1 of 4 nodes passed')
     assert '- Nodes: 4 (`gpu[01-04]`)' in text and '- GPUs per node: 8 x NVIDIA H100 80GB HBM3' in text
     assert '| HCA firmware | 28.42.1000 | 3 of 4 | 28.42.1000 (mlx5_0 28.39.1002): `gpu02` |' in text
