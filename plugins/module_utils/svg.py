@@ -84,6 +84,8 @@ def bar_chart(bars, title, lines=(), unit='', width=900, height=260, labels=None
     label and value). ``lines``: dicts with ``value``, ``label``, ``colour``
     and optional ``dash`` (e.g. threshold and median). ``labels``: draw the
     bar labels under the axis (default: when there are at most 48 bars).
+    ``mark``: a bar's optional symbol drawn over it (the second cue besides
+    colour, for readers who cannot tell the colours apart, and for grey print).
     """
     left, right, top, bottom = 56, 150, 26, 18
     bars = list(bars)
@@ -122,6 +124,9 @@ def bar_chart(bars, title, lines=(), unit='', width=900, height=260, labels=None
             out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s</title></rect>' % (
                 num(x + gap / 2), num(y), num(max(slot - gap, 0.6)), num(top + plot_h - y),
                 escape(entry.get('colour') or '#54aeff'), escape(tip.strip())))
+            if entry.get('mark'):
+                out.append('<text x="%s" y="%s" text-anchor="middle" font-weight="700" fill="%s">%s</text>' % (
+                    num(x + slot / 2), num(y - 3), escape(entry.get('colour') or '#24292f'), escape(entry['mark'])))
         if labels:
             lx = x + slot / 2
             ly = top + plot_h + 10
@@ -147,9 +152,11 @@ def bar_chart(bars, title, lines=(), unit='', width=900, height=260, labels=None
 def heatmap(row_labels, col_labels, cells, title, legend=(), cell=14, standalone=False):
     """A matrix of coloured cells.
 
-    ``cells`` maps ``(row, col)`` indexes to ``(colour, tip)``. A cell with a
-    tip is a ``rect`` with a hover title; cells without one are merged into
-    one ``path`` per colour, which keeps a large, mostly healthy matrix small.
+    ``cells`` maps ``(row, col)`` indexes to ``(colour, tip)`` or ``(colour,
+    tip, marked)``. A cell with a tip is a ``rect`` with a hover title; cells
+    without one are merged into one ``path`` per colour, which keeps a large,
+    mostly healthy matrix small. A marked cell (a failing pair) also carries a
+    cross, merged into one path: the second cue besides colour.
     Cells absent from ``cells`` (pairs not measured) are left blank.
     ``legend``: ``(colour, label)`` pairs drawn to the right.
     """
@@ -170,9 +177,15 @@ def heatmap(row_labels, col_labels, cells, title, legend=(), cell=14, standalone
         out.append('<text x="%s" y="%s" transform="rotate(-90 %s %s)">%s</text>' % (
             num(x), num(top - 4), num(x), num(top - 4), escape(label)))
     paths = {}
+    crosses = []
+    inset = max(cell * 0.25, 1)
     for (row, col) in sorted(cells):
-        colour, tip = cells[(row, col)]
+        colour, tip = cells[(row, col)][:2]
         x, y = left + col * cell, top + row * cell
+        if len(cells[(row, col)]) > 2 and cells[(row, col)][2]:
+            crosses.append('M%s %sl%s %sM%s %sl-%s %s' % (num(x + inset), num(y + inset), num(cell - 2 * inset),
+                                                          num(cell - 2 * inset), num(x + cell - inset), num(y + inset),
+                                                          num(cell - 2 * inset), num(cell - 2 * inset)))
         if tip:
             out.append('<rect x="%s" y="%s" width="%s" height="%s" fill="%s"><title>%s</title></rect>' % (
                 num(x), num(y), num(cell), num(cell), escape(colour), escape(tip)))
@@ -180,9 +193,96 @@ def heatmap(row_labels, col_labels, cells, title, legend=(), cell=14, standalone
             paths.setdefault(colour, []).append('M%s %sh%sv%sh-%sz' % (num(x), num(y), num(cell), num(cell), num(cell)))
     for colour in sorted(paths):
         out.append('<path fill="%s" d="%s"/>' % (escape(colour), ''.join(paths[colour])))
+    if crosses:
+        out.append('<path stroke="#fff" stroke-width="%s" fill="none" d="%s"/>' % (num(max(cell / 7.0, 1)), ''.join(crosses)))
     for index, (colour, label) in enumerate(legend):
         y = top + index * 20
         out.append('<rect x="%s" y="%s" width="14" height="14" fill="%s"/>' % (num(left + grid_w + 14), num(y), escape(colour)))
         out.append('<text x="%s" y="%s">%s</text>' % (num(left + grid_w + 34), num(y + 11), escape(label)))
     out.append('</svg>')
     return '\n'.join(out)
+
+
+def line_chart(series, x_labels, title, unit='', lines=(), width=900, height=300, standalone=False):
+    """Lines over a categorical x axis (message sizes, each twice the last, so the axis is logarithmic).
+
+    ``series``: dicts with ``label``, ``colour``, optional ``dash`` and
+    ``points`` (a value or None per x label), drawn as a line with a marker
+    per point (a circle, a square, a triangle... per series: the second cue
+    besides colour) and named in the legend at the right. ``lines``: horizontal
+    reference lines as in ``bar_chart``.
+    """
+    left, right, top, bottom = 56, 190, 26, 44
+    values = [value for entry in series for value in entry['points'] if value is not None]
+    values += [line['value'] for line in lines if line.get('value') is not None]
+    ticks, axis_max = nice_ticks(max(values) * 1.05 if values else 0)
+    plot_w, plot_h = width - left - right, height - top - bottom
+    count = max(len(x_labels), 1)
+    out = _open(width, height, title, standalone, 'chart line-chart')
+    out.append('<text x="%s" y="16" font-weight="600">%s</text>' % (num(left), escape(title)))
+
+    def x_of(index):
+        return left + plot_w * (index + 0.5) / count
+
+    def y_of(value):
+        return top + plot_h - plot_h * value / axis_max
+
+    for tick in ticks:
+        out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#d0d7de" stroke-width="1"/>' % (
+            num(left), num(y_of(tick)), num(left + plot_w), num(y_of(tick))))
+        out.append('<text x="%s" y="%s" text-anchor="end" fill="#57606a">%s</text>' % (
+            num(left - 4), num(y_of(tick) + 4), escape(_tick_label(tick))))
+    if unit:
+        out.append('<text x="12" y="%s" transform="rotate(-90 12 %s)" text-anchor="middle" fill="#57606a">%s</text>' % (
+            num(top + plot_h / 2), num(top + plot_h / 2), escape(unit)))
+    step = max(1, int(math.ceil(count / 12.0)))
+    for index, label in enumerate(x_labels):
+        if index % step == 0 or index == count - 1:
+            out.append('<text x="%s" y="%s" text-anchor="middle" fill="#57606a">%s</text>' % (
+                num(x_of(index)), num(top + plot_h + 14), escape(label)))
+    out.append('<line x1="%s" y1="%s" x2="%s" y2="%s" stroke="#24292f" stroke-width="1"/>' % (
+        num(left), num(top + plot_h), num(left + plot_w), num(top + plot_h)))
+    for line in lines:
+        if line.get('value') is None:
+            continue
+        dash = ' stroke-dasharray="%s"' % escape(line['dash']) if line.get('dash') else ''
+        out.append('<path d="M%s %sH%s" stroke="%s" stroke-width="1.5" fill="none"%s/>' % (
+            num(left), num(y_of(line['value'])), num(left + plot_w), escape(line.get('colour', '#24292f')), dash))
+    legend_y = top
+    for number, entry in enumerate(series):
+        colour = escape(entry.get('colour') or '#24292f')
+        points = [(x_of(index), y_of(value)) for index, value in enumerate(entry['points']) if value is not None]
+        if points:
+            dash = ' stroke-dasharray="%s"' % escape(entry['dash']) if entry.get('dash') else ''
+            out.append('<path d="M%s" stroke="%s" stroke-width="2" fill="none"%s/>' % (
+                'L'.join('%s %s' % (num(x), num(y)) for x, y in points), colour, dash))
+            out.append('<path fill="%s" d="%s"/>' % (colour, ''.join(_marker(number, x, y) for x, y in points)))
+        out.append('<path fill="%s" d="%s"/>' % (colour, _marker(number, left + plot_w + 16, legend_y + 6)))
+        out.append('<path d="M%s %sh20" stroke="%s" stroke-width="2"/>' % (num(left + plot_w + 6), num(legend_y + 6), colour))
+        out.append('<text x="%s" y="%s">%s</text>' % (num(left + plot_w + 32), num(legend_y + 10), escape(entry['label'])))
+        legend_y += 18
+    for line in lines:
+        if line.get('value') is None:
+            continue
+        out.append('<path d="M%s %sh20" stroke="%s" stroke-width="1.5"%s/>' % (
+            num(left + plot_w + 6), num(legend_y + 6), escape(line.get('colour', '#24292f')),
+            ' stroke-dasharray="%s"' % escape(line['dash']) if line.get('dash') else ''))
+        out.append('<text x="%s" y="%s">%s</text>' % (num(left + plot_w + 32), num(legend_y + 10), escape(line['label'])))
+        legend_y += 18
+    out.append('</svg>')
+    return '\n'.join(out)
+
+
+def _marker(number, x, y, size=3.5):
+    """A filled marker path at (x, y): circle, square, triangle, diamond, by the series' number."""
+    shape = number % 4
+    if shape == 0:
+        return 'M%s %sa%s %s 0 1 0 %s 0a%s %s 0 1 0 -%s 0z' % (num(x - size), num(y), num(size), num(size), num(2 * size),
+                                                               num(size), num(size), num(2 * size))
+    if shape == 1:
+        return 'M%s %sh%sv%sh-%sz' % (num(x - size), num(y - size), num(2 * size), num(2 * size), num(2 * size))
+    if shape == 2:
+        return 'M%s %sL%s %sL%s %sz' % (num(x), num(y - size * 1.2), num(x + size * 1.2), num(y + size), num(x - size * 1.2),
+                                        num(y + size))
+    return 'M%s %sL%s %sL%s %sL%s %sz' % (num(x), num(y - size * 1.3), num(x + size * 1.3), num(y), num(x), num(y + size * 1.3),
+                                          num(x - size * 1.3), num(y))

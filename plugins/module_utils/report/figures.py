@@ -125,6 +125,40 @@ def nccl_chart(doc):
             'multi_node': nccl.get('multi_node') or None}
 
 
+def _size_label(size):
+    for unit, shift in (('G', 30), ('M', 20), ('K', 10)):
+        if size >= 1 << shift and size % (1 << shift) == 0:
+            return '%d%s' % (size >> shift, unit)
+    return str(size)
+
+
+def nccl_curves(doc):
+    """Single-node busbw against message size, from each node's parsed nccl-tests rows (``raw.nccl.nccl.rows``):
+    the fleet median per size and the worst node (the lowest figure at the largest size every node measured).
+
+    Returns ``{'sizes': [bytes], 'labels': ['8', ..., '8G'], 'median': [value or None], 'worst': node or None,
+    'worst_points': [...], 'nodes': n}``, or None when no node kept its rows (older results, NCCL not run)."""
+    per_node = {}
+    for name in sort_nodes(doc.get('nodes') or {}):
+        parsed = (((doc['nodes'][name].get('raw') or {}).get('nccl') or {}).get('nccl') or {})
+        points = {}
+        for row in parsed.get('rows') or []:
+            value = row.get('oop_busbw') if is_number(row.get('oop_busbw')) else row.get('ip_busbw')
+            if is_number(row.get('size')) and is_number(value):
+                points[row['size']] = value
+        if points:
+            per_node[name] = points
+    if not per_node:
+        return None
+    sizes = sorted(set(size for points in per_node.values() for size in points))
+    common = [size for size in sizes if all(size in points for points in per_node.values())]
+    largest = common[-1] if common else sizes[-1]
+    worst = min((points.get(largest, float('inf')), hostlist_sort_key(name), name) for name, points in per_node.items())[2]
+    return {'sizes': sizes, 'labels': [_size_label(size) for size in sizes],
+            'median': [median(points[size] for points in per_node.values() if size in points) for size in sizes],
+            'worst': worst, 'worst_points': [per_node[worst].get(size) for size in sizes], 'nodes': len(per_node)}
+
+
 def link_table(doc, limit=LINK_ROWS):
     """Fabric links: all of them up to ``limit``, else only the bad ones, plus counts per (width, speed, state).
 

@@ -187,3 +187,57 @@ def test_the_criteria_list_every_threshold_with_its_source():
     text = markdown.summary_markdown(FIELD)
     assert '### Acceptance criteria' in text and '### Coverage' in text
     assert '`verify_ib_rate_gbps`' in text  # our own text keeps its code spans
+
+
+# ------------------------------------------------------------------ NCCL curves, evidence, second cues
+
+def _with_curves(doc, slow='gpu04'):
+    doc = copy.deepcopy(doc)
+    sizes = [1 << shift for shift in range(3, 34, 2)]
+    for index, name in enumerate(sorted(doc['nodes'])):
+        factor = 0.8 if name == slow else 1.0 + index * 0.001
+        rows = [{'size': size, 'oop_busbw': round(min(480.0, size / float(1 << 24)) * factor, 2), 'ip_busbw': None}
+                for size in sizes]
+        doc['nodes'][name]['raw'] = {'nccl': {'busbw': rows[-1]['oop_busbw'], 'nccl': {'rows': rows}}}
+    return doc
+
+
+def test_nccl_curves_give_the_fleet_median_and_the_worst_node():
+    curves = figures.nccl_curves(_with_curves(FIELD))
+    assert curves['nodes'] == 4 and curves['worst'] == 'gpu04'
+    assert curves['labels'][0] == '8' and curves['labels'][-1] == '8G' and len(curves['sizes']) == 16
+    assert curves['median'][-1] == 480.24 and curves['worst_points'][-1] == 384.0
+    assert figures.nccl_curves(FIELD) is None  # no rows kept: no curves
+
+
+def test_line_chart_draws_each_series_with_its_own_marker():
+    from ansible_collections.aicluster.infra.plugins.module_utils import svg
+    picture = svg.line_chart([{'label': 'fleet median', 'colour': '#0072b2', 'points': [1, 2, None, 4]},
+                              {'label': 'worst <gpu04>', 'colour': '#d55e00', 'dash': '5 3', 'points': [1, 1, 1, 1]}],
+                             ['8', '32', '128', '512'], 'busbw', unit='GB/s',
+                             lines=[{'value': 3, 'label': 'threshold 3', 'colour': '#d55e00', 'dash': '6 3'}])
+    root = ET.fromstring(picture)
+    assert root.tag.endswith('svg')
+    assert 'worst &lt;gpu04&gt;' in picture and 'stroke-dasharray="5 3"' in picture
+    assert picture.count('a3.5 3.5 0 1 0') >= 6  # circles: three points and the legend's
+
+
+def test_evidence_files_per_node_and_inline_only_for_failing_nodes():
+    from ansible_collections.aicluster.infra.plugins.module_utils.report import evidence
+    import json
+    doc = _with_curves(FIELD)
+    files = evidence.evidence_files(doc)
+    assert sorted(files) == ['evidence/gpu01.json', 'evidence/gpu02.json', 'evidence/gpu03.json', 'evidence/gpu04.json']
+    data = json.loads(files['evidence/gpu04.json'])
+    assert data['node'] == 'gpu04' and data['tool_output']['nccl']['nccl']['rows'] and data['results']
+    assert evidence.evidence_name('../etc/pass wd') == 'evidence/_etc_pass_wd.json'
+    appendix = evidence.evidence_appendix(doc)
+    assert [entry['node'] for entry in appendix if entry['text']] == ['gpu02', 'gpu03', 'gpu04']
+    assert evidence.evidence_files(doc) == files  # deterministic
+
+
+def test_heatmap_marks_failing_cells_with_a_cross():
+    from ansible_collections.aicluster.infra.plugins.module_utils import svg
+    picture = svg.heatmap(['a', 'b'], ['a', 'b'], {(0, 1): ('#d55e00', 'bad', True), (1, 0): ('#0072b2', None)}, 'rail 0')
+    assert 'stroke="#fff"' in picture and picture.count('<path') == 2
+    assert 'stroke="#fff"' not in svg.heatmap(['a'], ['a'], {(0, 0): ('#0072b2', None)}, 'rail 0')
