@@ -232,12 +232,20 @@ def _active(check):
     return (CHECKS[check].area if check in CHECKS else '') in ACTIVE_AREAS or check in ACTIVE_CHECKS
 
 
-def node_check_state(doc, node, check):
-    """(state, reason) of one planned check on one node: state is one of STATES."""
+def _by_check(entry):
+    index = {}
+    for result in entry.get('results') or []:
+        index.setdefault(result.get('check'), []).append(result)
+    return index
+
+
+def node_check_state(doc, node, check, index=None):
+    """(state, reason) of one planned check on one node: state is one of STATES. ``index``: the node's results by
+    check id, when the caller has it."""
     entry = (doc.get('nodes') or {}).get(node) or {}
     if _unreachable(entry):
         return 'not tested', 'the node did not answer'
-    results = [result for result in entry.get('results') or [] if result.get('check') == check]
+    results = (index if index is not None else _by_check(entry)).get(check) or []
     if any(not result.get('passed', True) for result in results):
         return 'failed', ''
     made = [result for result in results if not result.get('skipped')]
@@ -263,22 +271,22 @@ def check_states(doc):
     nodes = sort_nodes((doc.get('nodes') or {}).keys())
     planned = _planned(doc)
     per_node = dict((node, {}) for node in nodes)
+    indexes = dict((node, _by_check(doc['nodes'][node])) for node in nodes)
+    cluster_checks = set(result.get('check') for name, result in node_results(doc) if name == CLUSTER)
     rows = []
     totals = dict((state, 0) for state in STATES)
     for check in planned:
         counts = dict((state, 0) for state in STATES)
         reasons = {}
-        cluster_only = all(check not in set(result.get('check') for result in (doc['nodes'][node].get('results') or []))
-                           for node in nodes) and any(
-            result.get('check') == check for _node, result in node_results(doc) if _node == CLUSTER)
+        cluster_only = check in cluster_checks and all(check not in indexes[node] for node in nodes)
         if cluster_only:
-            for _node, result in node_results(doc):
-                if _node == CLUSTER and result.get('check') == check:
+            for name, result in node_results(doc):
+                if name == CLUSTER and result.get('check') == check:
                     state = 'failed' if not result.get('passed', True) else ('skipped' if result.get('skipped') else 'passed')
                     counts[state] += 1
         else:
             for node in nodes:
-                state, reason = node_check_state(doc, node, check)
+                state, reason = node_check_state(doc, node, check, indexes[node])
                 per_node[node][check] = (state, reason)
                 counts[state] += 1
                 if reason:
