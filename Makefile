@@ -15,8 +15,9 @@ LAB_INVENTORY := $(if $(filter aic,$(LAB_NAME)),inventories/lab,inventories/lab-
 LAB_FACTS     := $(CURDIR)/.cache/$(if $(filter aic,$(LAB_NAME)),facts,facts-$(LAB_NAME))
 SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 # shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol;
-# chromium: the acceptance report is rendered headless in a test; libxml2-utils: xmllint validates junit.xml
-SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client chromium libxml2-utils
+# chromium: the acceptance report is rendered headless in a test; libxml2-utils: xmllint validates junit.xml;
+# prometheus: promtool checks metrics.prom and the Grafana dashboard's queries
+SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client chromium libxml2-utils prometheus
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections

@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import functools
 import json
 import os
 import sys
@@ -23,7 +24,8 @@ sys.path.insert(0, os.path.join(REPO, 'tests', 'unit'))  # the synthetic results
 from _synthetic_results import make_results, scatter_faults  # noqa: E402
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report  # noqa: E402
-from ansible_collections.aicluster.infra.plugins.module_utils.report import html, junit, markdown  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.report import (  # noqa: E402
+    evidence, html, junit, markdown, prometheus)
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import validate_results  # noqa: E402
 
 
@@ -49,11 +51,16 @@ def main(count=1024):
     print('synthetic %d nodes: results.json %.1f MB, %d results, %d perftest pairs (made in %.2f s; json.loads %.2f s, '
           'validate %.2f s)' % (count, len(text) / 1e6, sum(len(n['results']) for n in doc['nodes'].values()),
                                 len(doc['perftest']['pairs']), made, parse_s, validate_s))
+    with open(os.path.join(REPO, html.SHIPPED_TEMPLATE)) as handle:
+        template = handle.read()
+    formats = ('html', 'junit', 'markdown', 'prometheus')
     for label, compare_doc in (('report', None), ('report + comparison', older)):
-        seconds, outputs = _best(lambda: report.build_outputs(doc, compare_doc))
+        seconds, outputs = _best(lambda: report.build_outputs(doc, compare_doc, formats=formats, html_template=template))
         sizes = ', '.join('%s %.0f KB' % (name, len(outputs[name].encode('utf-8')) / 1e3) for name in sorted(outputs))
         print('%-20s %.2f s (best of 3): %s' % (label, seconds, sizes))
-    for name, function in (('html', html.html_report), ('junit', junit.junit_xml), ('markdown', markdown.summary_markdown)):
+    for name, function in (('html', functools.partial(html.html_report, template=template)), ('junit', junit.junit_xml),
+                           ('markdown', markdown.summary_markdown), ('prometheus', prometheus.metrics_text),
+                           ('evidence', evidence.evidence_files)):
         seconds, dummy = _best(lambda: function(doc))
         print('  %-8s %.2f s' % (name, seconds))
 

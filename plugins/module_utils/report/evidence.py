@@ -9,8 +9,8 @@ through gpu_info, nccl-tests rows, link counters before and after the tests,
 BER). ``evidence_files`` writes it as ``evidence/<node>.json`` beside the
 report with the node's results, so a figure in the report can be traced to
 what the tool printed; ``evidence_appendix`` says which nodes the HTML shows
-inline (the failing ones, up to ``INLINE_NODES``) and cuts a node's text at
-``INLINE_CHARS`` there (the file is whole).
+inline (the failing ones, up to ``INLINE_NODES``, with their failed results
+only) and cuts a node's text at ``INLINE_CHARS`` there (the file is whole).
 Pure functions only: no I/O.
 """
 
@@ -24,8 +24,8 @@ import re
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import sort_nodes
 
 EVIDENCE_DIR = 'evidence'
-INLINE_NODES = 64
-INLINE_CHARS = 100000
+INLINE_NODES = 16
+INLINE_CHARS = 50000
 _UNSAFE = re.compile(r'[^A-Za-z0-9._-]')
 
 
@@ -36,13 +36,17 @@ def evidence_name(node):
     return '%s/%s.json' % (EVIDENCE_DIR, safe)
 
 
-def node_evidence(doc, node):
-    """One node's evidence as JSON text (sorted keys, two-space indent, a newline at the end)."""
+def node_evidence(doc, node, failed_only=False):
+    """One node's evidence as JSON text (sorted keys, two-space indent, a newline at the end); ``failed_only``: of
+    its results only the failed ones (the page's inline copy; the file has them all)."""
     entry = (doc.get('nodes') or {}).get(node) or {}
     run = doc.get('run') or {}
+    results = entry.get('results') or []
+    if failed_only:
+        results = [result for result in results if not result.get('passed', True)]
     evidence = {'node': node, 'run': {'started': run.get('started'), 'finished': run.get('finished')},
                 'passed': entry.get('passed'), 'versions': entry.get('versions') or {},
-                'inventory': entry.get('inventory') or {}, 'results': entry.get('results') or [],
+                'inventory': entry.get('inventory') or {}, 'results': results,
                 'tool_output': entry.get('raw') or {}}
     return json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False, default=str) + '\n'
 
@@ -53,8 +57,8 @@ def evidence_files(doc):
 
 
 def evidence_appendix(doc):
-    """The HTML appendix: every node with its file, and the text of the failing ones inline (the first
-    INLINE_NODES; each cut at INLINE_CHARS with a note). ``[{node, file, passed, text, cut}]``; text is None when
+    """The HTML appendix: every node with its file, and the failing ones inline (the first INLINE_NODES, with their
+    failed results and tool output; each cut at INLINE_CHARS with a note). ``[{node, file, passed, text, cut}]``; text is None when
     the node is not shown inline."""
     nodes = doc.get('nodes') or {}
     out, shown = [], 0
@@ -62,7 +66,7 @@ def evidence_appendix(doc):
         passed = nodes[node].get('passed', True)
         text, cut = None, False
         if not passed and shown < INLINE_NODES:
-            text = node_evidence(doc, node)
+            text = node_evidence(doc, node, failed_only=True)
             cut = len(text) > INLINE_CHARS
             text = text[:INLINE_CHARS] if cut else text
             shown += 1

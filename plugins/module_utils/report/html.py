@@ -3,88 +3,80 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """report.html: the acceptance report as one self-contained HTML page (inline CSS and SVG, no script).
 
-Pure functions only: no I/O.
+Two steps. ``html_context(doc, comparison, cover)`` computes everything the page
+shows: plain data (text, numbers, lists, dicts) from the figures modules, and
+the charts as SVG built by svg.py. ``render_html(template, context)`` lays it
+out with a Jinja2 template: the report role's
+``roles/report/templates/report.html.j2`` (``SHIPPED_TEMPLATE``) or the
+user's own. ``html_report`` does both.
+
+The template is rendered here, by Jinja2 itself, not by Ansible's template
+module: autoescape is on, and every ``{{ value }}`` is cleaned of terminal
+sequences and control characters and escaped as svg.py escapes (``_finalize``),
+so tool text is shown, never run. The SVG charts are already escaped and go in
+as markup.
+
+Pure functions only: no I/O (the module reads the template and passes its text).
 """
 
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import sys
+
+try:
+    import jinja2
+    from markupsafe import Markup
+except ImportError as _exc:  # the module fails with this when html is asked for (jinja2 comes with ansible-core)
+    jinja2 = None
+    Markup = None
+    JINJA2_IMPORT_ERROR = _exc
+else:
+    JINJA2_IMPORT_ERROR = None
+
 from ansible_collections.aicluster.infra.plugins.module_utils import svg
-from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, is_number, sort_nodes
+from ansible_collections.aicluster.infra.plugins.module_utils.report._text import fmt, fmt_pct, hostlist, is_number, sort_nodes
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
+from ansible_collections.aicluster.infra.plugins.module_utils.report.evidence import evidence_appendix
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
-    cover_rows, failing_checks, gpu_health, link_table, nccl_chart, report_title, version_matrix)
+    cover_rows, criteria, failing_checks, gpu_health, link_table, nccl_chart, nccl_curves, report_title, test_plan,
+    version_matrix)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import (
     hca_bars, heatmap_matrix, perftest_parameters, perftest_rails, perftest_tests)
+from ansible_collections.aicluster.infra.plugins.module_utils.report.problems import (
+    check_states, physical_problems, problem_counts)
 
+
+# The report role's template, relative to the collection's root.
+SHIPPED_TEMPLATE = 'roles/report/templates/report.html.j2'
 
 # Tables and charts with one row per node list every node up to this many, else only the bad ones.
 FULL_ROWS = 64
 FAILURE_ROWS = 500
+# "Newly failing" and "Fixed" of the comparison name at most this many checks.
+CHANGED_CHECKS = 50
 
 
-CSS = '''
-*{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#1f2328;margin:0;background:#fff}
-main{max-width:1400px;margin:0 auto;padding:0 24px 40px}
-header.verdict{padding:18px 24px;color:#fff}
-header.pass{background:#1a7f37} header.fail{background:#cf222e}
-header h1{margin:0;font-size:34px;letter-spacing:.04em}
-header p{margin:4px 0 0;font-size:15px}
-.counts{display:flex;gap:12px;margin-top:10px;flex-wrap:wrap}
-.counts span{background:rgba(255,255,255,.18);border-radius:6px;padding:4px 10px;font-weight:600}
-nav{padding:8px 24px;background:#f6f8fa;border-bottom:1px solid #d0d7de;font-size:13px}
-nav a{margin-right:14px;color:#0969da;text-decoration:none}
-h2{border-bottom:1px solid #d0d7de;padding-bottom:4px;margin-top:32px}
-table{border-collapse:collapse;margin:8px 0;font-size:13px}
-th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left;vertical-align:top}
-th{background:#f6f8fa}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.bad td,td.bad{background:#ffebe9} td.ok{color:#1a7f37} td.none{color:#8c959f}
-td.odd{background:#fff8c5;font-weight:600}
-.note{color:#57606a;font-size:13px}
-.grid{display:flex;flex-wrap:wrap;gap:10px 18px}
-.pill{display:inline-block;border-radius:10px;padding:0 8px;font-size:12px;font-weight:600;color:#fff}
-.pill.pass{background:#1a7f37} .pill.fail{background:#cf222e}
-.legend span{display:inline-block;margin-right:12px;font-size:12px}
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}
-code{font-size:12px}
-svg{max-width:100%;height:auto}
-table.signoff td{height:3.2em;min-width:12em}
-table.cover{margin-top:14px} table.cover th{width:12em}
-@media print{
-@page{size:A4 landscape;margin:12mm}
-body{font-size:11px}
-nav{display:none}
-main{max-width:none;padding:0}
-header.verdict,.pill,tr.bad td,td.bad,td.odd{-webkit-print-color-adjust:exact;print-color-adjust:exact}
-h2{break-after:avoid}
-tr,svg,table.signoff{break-inside:avoid}
-#signoff{break-before:page}
-}
-'''
+class HtmlTemplateError(Exception):
+    """report.html could not be laid out: no template, Jinja2 missing, or an error in the template."""
 
 
-def _e(text):
-    return svg.escape(text)
+def _svg(text):
+    """An SVG chart from svg.py (escaped there) as markup the template writes as it is."""
+    return Markup(text) if Markup is not None else text
 
 
-def _table(head, rows, classes=None):
-    out = ['<table><thead><tr>%s</tr></thead><tbody>' % ''.join('<th>%s</th>' % _e(cell) for cell in head)]
-    for index, row in enumerate(rows):
-        css = (classes or {}).get(index)
-        out.append('<tr%s>%s</tr>' % (' class="%s"' % css if css else '', ''.join(row)))
-    out.append('</tbody></table>')
-    return '\n'.join(out)
-
-
-def _td(text, css=None, raw=False):
-    return '<td%s>%s</td>' % (' class="%s"' % css if css else '', text if raw else _e(text))
-
-
+# The palette: Okabe and Ito's colour-blind-safe set (blue for pass, vermillion for fail, orange and sky blue
+# between), and grey for neutral. Colour is never the only cue: failing bars carry a mark, failing heatmap cells a
+# cross, states their word and a symbol.
+PASS_COLOUR = '#0072b2'
+FAIL_COLOUR = '#d55e00'
+NEUTRAL_COLOUR = '#8c959f'
+PASS_MARK = u'\u2713'   # check mark
+FAIL_MARK = u'\u2717'   # ballot x
 # A heatmap cell when no pass mark is known (a results.json without run.parameters.perftest_fraction).
-NEUTRAL_BANDS = [(float('inf'), '#8c959f', 'measured (no pass mark in results.json)')]
+NEUTRAL_BANDS = [(float('inf'), NEUTRAL_COLOUR, 'measured (no pass mark in results.json)')]
 
 
 def _heat_bands(t):
@@ -93,8 +85,9 @@ def _heat_bands(t):
     if t is None:
         return NEUTRAL_BANDS
     high = t + (1 - t) / 2
-    bands = [(0.5, '#82071e', '< 50%'), (0.75, '#cf222e', '50-75%'), (t, '#fb8f44', '75%%-%d%%' % round(100 * t)),
-             (high, '#8ddb8c', '%d%%-%d%%' % (round(100 * t), round(100 * high))), (float('inf'), '#1a7f37', '>= %d%%' % round(100 * high))]
+    bands = [(0.5, '#8f2d00', '< 50%'), (0.75, FAIL_COLOUR, '50-75%'), (t, '#e69f00', '75%%-%d%%' % round(100 * t)),
+             (high, '#56b4e9', '%d%%-%d%%' % (round(100 * t), round(100 * high))),
+             (float('inf'), PASS_COLOUR, '>= %d%%' % round(100 * high))]
     kept, last = [], 0.0
     for upper, colour, label in bands:
         if upper > last:
@@ -120,7 +113,9 @@ def _html_heatmap(doc, rail, test):
     cells = {}
     for key, value in matrix['cells'].items():
         pair = value['worst']
-        bad = t is not None and value['fraction'] < t
+        # the gate's verdict first: a failed pair is never drawn in a passing band, whatever its fraction
+        failed = value.get('passed') is False
+        bad = failed or (t is not None and value['fraction'] < t)
         tip = None
         if bad or tip_all:
             what = '%s %s -> %s %s: %s %s (%d%% of %s)' % (
@@ -129,248 +124,329 @@ def _html_heatmap(doc, rail, test):
                 'twice the line rate' if matrix['bidirectional'] else 'line rate')
             tip = what if matrix['block'] == 1 else '%s x %s: %d pairs, worst %s' % (
                 matrix['labels'][key[0]], matrix['labels'][key[1]], value['pairs'], what)
-        cells[key] = (_band(value['fraction'], bands), tip)
+        fraction = min(value['fraction'], t * 0.999) if failed and t is not None else value['fraction']
+        cells[key] = (_band(fraction, bands), tip, bad)
     title = 'rail %s' % rail + ('' if matrix['block'] == 1 else ' (blocks of %d nodes)' % matrix['block'])
     return svg.heatmap(matrix['labels'], matrix['labels'], cells, title, cell=cell), bands
 
 
-def _section_failures(doc):
+def _failures(doc):
     rows = failing_checks(doc)
-    out = ['<h2 id="failures">Failing checks (%d)</h2>' % len(rows)]
-    if not rows:
-        return out + ['<p>Every check passed.</p>']
-    body = []
-    for row in rows[:FAILURE_ROWS]:
-        body.append([_td(row['node']), _td('<code>%s</code>' % _e(row['check']), raw=True), _td(row['subject']),
-                     _td(fmt(row['measured'], row['unit']), 'num'), _td(fmt(row['threshold'], row['unit']), 'num'),
-                     _td(fmt_pct(row['deviation']), 'num'),
-                     _td('<b>%s</b><br><span class="note">%s</span>' % (_e(row['action']), _e(row['message'])), raw=True)])
-    out.append(_table(['node', 'check', 'subject', 'measured', 'threshold', 'deviation', 'what to do next'], body))
-    if len(rows) > FAILURE_ROWS:
-        out.append('<p class="note">%d more failing results are in junit.xml and summary.md.</p>' % (len(rows) - FAILURE_ROWS))
-    return out
+    return {
+        'count': len(rows),
+        'rows': [{'node': row['node'], 'check': row['check'], 'subject': row['subject'],
+                  'measured': fmt(row['measured'], row['unit']), 'threshold': fmt(row['threshold'], row['unit']),
+                  'deviation': fmt_pct(row['deviation']), 'action': row['action'], 'message': row['message']}
+                 for row in rows[:FAILURE_ROWS]],
+        'more': max(0, len(rows) - FAILURE_ROWS),
+    }
 
 
-def _section_nccl(doc):
+def _nccl(doc):
     chart = nccl_chart(doc)
-    out = ['<h2 id="nccl">NCCL all_reduce bus bandwidth per node</h2>']
     if not chart['bars']:
-        return out + ['<p class="note">No NCCL results in this run.</p>']
-    bars = [{'label': entry['node'], 'value': entry['busbw'], 'colour': '#54aeff' if entry['passed'] else '#cf222e'}
+        return {'chart': None, 'multi_node': None}
+    bars = [{'label': entry['node'], 'value': entry['busbw'], 'colour': PASS_COLOUR if entry['passed'] else FAIL_COLOUR,
+             'mark': None if entry['passed'] else FAIL_MARK}
             for entry in chart['bars']]
-    lines = [{'value': chart['threshold'], 'label': 'threshold %s' % fmt(chart['threshold']), 'colour': '#cf222e', 'dash': '6 3'},
+    lines = [{'value': chart['threshold'], 'label': 'threshold %s' % fmt(chart['threshold']), 'colour': FAIL_COLOUR, 'dash': '6 3'},
              {'value': chart['median'], 'label': 'median %s' % fmt(chart['median']), 'colour': '#24292f'}]
     if chart['slow_floor'] is not None:
         lines.append({'value': chart['slow_floor'], 'label': 'slow below %s' % fmt(chart['slow_floor']),
-                      'colour': '#bf8700', 'dash': '2 3'})
+                      'colour': '#e69f00', 'dash': '2 3'})
     width = 900 if len(bars) <= 48 else min(1400, 220 + 2 * len(bars))
-    out.append(svg.bar_chart(bars, 'single-node all_reduce busbw (GB/s); red: a failed NCCL check', lines=lines,
-                             unit='GB/s', width=width))
+    picture = svg.bar_chart(bars, u'single-node all_reduce busbw (GB/s); %s: a failed NCCL check' % FAIL_MARK, lines=lines,
+                            unit='GB/s', width=width)
     multi = chart['multi_node']
-    if multi and is_number(multi.get('busbw')):
-        out.append('<p>Multi-node run on %d nodes: <b>%s GB/s</b>, threshold %s GB/s <span class="pill %s">%s</span></p>' % (
-            len(multi.get('nodes') or []), fmt(multi['busbw']), fmt(multi.get('threshold')),
-            'pass' if multi.get('passed') else 'fail', 'PASS' if multi.get('passed') else 'FAIL'))
-    return out
+    if not (multi and is_number(multi.get('busbw'))):
+        multi = None
+    else:
+        multi = {'node_count': len(multi.get('nodes') or []), 'busbw': fmt(multi['busbw']),
+                 'threshold': fmt(multi.get('threshold')), 'passed': bool(multi.get('passed'))}
+    return {'chart': _svg(picture), 'multi_node': multi, 'curves': _nccl_curves(doc, chart)}
 
 
-def _section_perftest(doc):
-    out = ['<h2 id="perftest">Pairwise RDMA bandwidth (perftest)</h2>']
+def _nccl_curves(doc, chart):
+    """busbw against message size: the fleet median and the worst node (SVG), None without nccl-tests rows."""
+    curves = nccl_curves(doc)
+    if curves is None:
+        return None
+    series = [{'label': 'fleet median (%d nodes)' % curves['nodes'], 'colour': PASS_COLOUR, 'points': curves['median']},
+              {'label': 'worst: %s' % curves['worst'], 'colour': FAIL_COLOUR, 'dash': '5 3', 'points': curves['worst_points']}]
+    lines = [{'value': chart['threshold'], 'label': 'threshold %s' % fmt(chart['threshold']), 'colour': FAIL_COLOUR,
+              'dash': '6 3'}]
+    return _svg(svg.line_chart(series, curves['labels'], 'all_reduce busbw (GB/s) by message size (bytes)', unit='GB/s',
+                               lines=lines))
+
+
+def _perftest(doc):
     tests = perftest_tests(doc)
-    if not tests:
-        return out + ['<p class="note">No perftest results in this run.</p>']
+    both = perftest_parameters(doc)[1]
+    shown = []
     for test in tests:
         if test.endswith('_lat'):
             continue
-        rails = perftest_rails(doc, test)
-        both = perftest_parameters(doc)[1]
-        out.append('<h3>ib_%s%s: fraction of %s per rail</h3>' % (
-            _e(test), ' (both directions)' if both else '', 'twice the line rate' if both else 'line rate'))
-        legend = None
-        maps = []
-        for rail in rails:
-            picture, legend = _html_heatmap(doc, rail, test)
-            maps.append('<div>%s</div>' % picture)
-        if legend:
-            out.append('<p class="legend">%s<span><i style="background:#f6f8fa;border:1px solid #d0d7de"></i>not measured</span></p>' % ''.join(
-                '<span><i style="background:%s"></i>%s</span>' % (colour, _e(label)) for _upper, colour, label in legend))
-        out.append('<div class="grid">%s</div>' % '\n'.join(maps))
+        legend, heatmaps = [], []
+        for rail in perftest_rails(doc, test):
+            picture, bands = _html_heatmap(doc, rail, test)
+            heatmaps.append(_svg(picture))
+            legend = [{'colour': colour, 'label': label} for _upper, colour, label in bands]
         bars = hca_bars(doc, test)
         caption = 'median of each HCA\'s pairs (%s)' % bars['unit']
         if len(bars['bars']) < bars['total']:
             caption += ': the %d lowest of %d HCAs' % (len(bars['bars']), bars['total'])
-        out.append('<h3>ib_%s per HCA</h3>' % _e(test))
-        out.append(svg.bar_chart(
+        chart = svg.bar_chart(
             [{'label': '%s %s' % (entry['node'], entry['hca']), 'value': entry['measured'],
-              'colour': '#54aeff' if entry['passed'] else '#cf222e',
-              'tip': '%s %s: median %s %s of %d pairs, worst %s (with %s)' % (
-                  entry['node'], entry['hca'], fmt(entry['measured']), bars['unit'], entry['pairs'], fmt(entry['worst']), entry['partner'])}
+              'colour': BAR_COLOURS[entry.get('state', 'pass' if entry['passed'] else 'fail')],
+              'mark': FAIL_MARK if entry.get('state', 'pass' if entry['passed'] else 'fail') == 'fail' else None,
+              'tip': '%s %s: median %s %s of %d pairs, worst %s (with %s)%s' % (
+                  entry['node'], entry['hca'], fmt(entry['measured']), bars['unit'], entry['pairs'], fmt(entry['worst']),
+                  entry['partner'], BAR_NOTES[entry.get('state', 'pass' if entry['passed'] else 'fail')])}
              for entry in bars['bars']],
             caption, unit=bars['unit'], width=900 if len(bars['bars']) <= 48 else 1200,
-            lines=[{'value': bars['threshold'], 'label': 'threshold %s' % fmt(bars['threshold']), 'colour': '#cf222e', 'dash': '6 3'},
-                   {'value': bars['line_rate'], 'label': 'line rate %s' % fmt(bars['line_rate']), 'colour': '#57606a', 'dash': '2 3'}]))
-    return out
+            lines=[{'value': bars['threshold'], 'label': 'threshold %s' % fmt(bars['threshold']), 'colour': FAIL_COLOUR, 'dash': '6 3'},
+                   {'value': bars['line_rate'], 'label': 'line rate %s' % fmt(bars['line_rate']), 'colour': '#57606a', 'dash': '2 3'}])
+        shown.append({'name': test, 'both_directions': both, 'against': 'twice the line rate' if both else 'line rate',
+                      'legend': legend, 'heatmaps': heatmaps, 'hca_chart': _svg(chart)})
+    return {'ran': bool(tests), 'tests': shown}
 
 
-def _section_fabric(doc):
+# Per-HCA bars: the end the gate failed, its cleared partners (low only with it: neutral), the rest.
+BAR_COLOURS = {'fail': FAIL_COLOUR, 'partner': NEUTRAL_COLOUR, 'pass': PASS_COLOUR}
+BAR_NOTES = {'fail': u'; %s the end at fault' % FAIL_MARK, 'partner': '; cleared by the gate: low only with a failing partner',
+             'pass': ''}
+
+
+def _link_row(row):
+    return {'node_name': row.get('node_name'), 'port': row.get('port'), 'width': fmt(row.get('width')),
+            'lane_speed': fmt(row.get('lane_speed_gbps')), 'state': fmt(row.get('state')),
+            'physical_state': fmt(row.get('physical_state')), 'peer_name': row.get('peer_name'),
+            'peer_port': row.get('peer_port'), 'could_be': fmt(row.get('could_be')), 'bad': bool(row['bad'])}
+
+
+def _fabric(doc):
     table = link_table(doc)
-    out = ['<h2 id="fabric">Fabric links</h2>',
-           '<p>%d links, <b>%d degraded or down</b>%s.%s</p>' % (
-               table['total'], table['bad'],
-               ' (%d unused switch ports not counted)' % table['unused'] if table['unused'] else '',
-               '' if table['shown_all'] else ' Only the degraded and down links are listed.')]
-    if table['counts']:
-        out.append('<p class="note">By width / lane speed (Gb/s) / state: %s</p>' % _e('; '.join(
-            '%s %s %s: %d' % (key[0], key[1], key[2], count) for key, count in table['counts'])))
-
-    def link_table_html(rows):
-        body, classes = [], {}
-        for index, row in enumerate(rows):
-            if row['bad']:
-                classes[index] = 'bad'
-            body.append([_td('%s port %s' % (row.get('node_name'), row.get('port'))), _td(fmt(row.get('width'))),
-                         _td(fmt(row.get('lane_speed_gbps')), 'num'), _td(fmt(row.get('state'))),
-                         _td(fmt(row.get('physical_state'))),
-                         _td('%s port %s' % (row.get('peer_name'), row.get('peer_port')) if row.get('peer_name') else '-'),
-                         _td(fmt(row.get('could_be')))])
-        return _table(['port', 'width', 'lane Gb/s', 'state', 'physical', 'peer', 'could be'], body, classes)
-
-    bad_rows = [row for row in table['rows'] if row['bad']]
-    if bad_rows:
-        out.append(link_table_html(bad_rows))
-    if table['shown_all'] and len(bad_rows) < len(table['rows']):
-        out.append('<details><summary>all %d links</summary>\n%s\n</details>' % (len(table['rows']), link_table_html(table['rows'])))
-    return out
+    rows = [_link_row(row) for row in table['rows']]
+    bad_rows = [row for row in rows if row['bad']]
+    return {
+        'total': table['total'], 'bad': table['bad'], 'unused': table['unused'], 'shown_all': table['shown_all'],
+        'counts': [{'width': key[0], 'lane_speed': key[1], 'state': key[2], 'links': count} for key, count in table['counts']],
+        'bad_rows': bad_rows,
+        'all_rows': rows if table['shown_all'] and len(bad_rows) < len(rows) else [],
+    }
 
 
-def _section_versions(doc):
+def _versions(doc):
     matrix = version_matrix(doc)
-    out = ['<h2 id="versions">Software and firmware versions</h2>']
-    if not matrix['components']:
-        return out + ['<p class="note">No versions reported.</p>']
-    body, classes = [], {}
-    for index, component in enumerate(matrix['components']):
-        if component['odd']:
-            classes[index] = 'bad'
-        others = '<br>'.join('%s: <code>%s</code>' % (_e(value['value']), _e(value['hostlist'])) for value in component['values'][1:])
-        body.append([_td(component['label']), _td(component['majority']),
-                     _td('%d of %d' % (component['count'], component['reported']), 'num'), _td(others or 'none', raw=True)])
-    out.append(_table(['component', 'fleet value', 'nodes', 'odd ones out'], body, classes))
-    names = sort_nodes(matrix['nodes']) if len(matrix['nodes']) <= FULL_ROWS else matrix['odd_nodes']
-    if names:
-        if len(matrix['nodes']) > FULL_ROWS:
-            out.append('<p class="note">Nodes with an odd value (%d of %d):</p>' % (len(names), len(matrix['nodes'])))
-        majority = dict((component['key'], component['majority']) for component in matrix['components'])
-        keys = [component['key'] for component in matrix['components']]
-        rows = []
+    components = [{'key': component['key'], 'label': component['label'], 'majority': component['majority'],
+                   'count': component['count'], 'reported': component['reported'], 'odd_nodes': component['odd'],
+                   'others': [{'value': value['value'], 'hostlist': value['hostlist'], 'nodes': value['nodes']}
+                              for value in component['values'][1:]]}
+                  for component in matrix['components']]
+    every_node = len(matrix['nodes']) <= FULL_ROWS
+    rows = []
+    if components:
+        names = sort_nodes(matrix['nodes']) if every_node else matrix['odd_nodes']
         for name in names:
-            cells = [_td(name)]
-            for key in keys:
-                value = matrix['nodes'][name].get(key)
-                cells.append(_td(fmt(value), 'odd' if value is not None and value != majority[key] else None))
-            rows.append(cells)
-        out.append(_table(['node'] + [component['label'] for component in matrix['components']], rows))
-    return out
+            cells = []
+            for component in components:
+                value = matrix['nodes'][name].get(component['key'])
+                cells.append({'text': fmt(value), 'odd': value is not None and value != component['majority']})
+            rows.append({'node': name, 'cells': cells})
+    return {'components': components, 'node_count': len(matrix['nodes']), 'every_node': every_node, 'rows': rows}
 
 
-def _section_gpu(doc):
+def _gpu(doc):
     health = gpu_health(doc)
-    out = ['<h2 id="gpu">GPU health per node</h2>']
     rows = health['rows']
-    if not any(cell['state'] != 'none' for row in rows for cell in row['cells']):
-        return out + ['<p class="note">No GPU results in this run.</p>']
-    if len(rows) > FULL_ROWS:
-        healthy = sum(1 for row in rows if not row['bad'])
+    ran = any(cell['state'] != 'none' for row in rows for cell in row['cells'])
+    every_node = len(rows) <= FULL_ROWS
+    healthy = sum(1 for row in rows if not row['bad'])
+    if not every_node:
         rows = [row for row in rows if row['bad']]
-        if not rows:
-            return out + ['<p>All %d nodes healthy in every column.</p>' % healthy]
-        out.append('<p>%d nodes healthy in every column; the %d others:</p>' % (healthy, len(rows)))
-    body = [[_td(row['node'])] + [_td(cell['text'], 'bad' if cell['state'] == 'fail' else cell['state']) for cell in row['cells']]
-            for row in rows]
-    out.append(_table(['node'] + health['columns'], body))
-    return out
+    return {'ran': ran, 'columns': health['columns'], 'every_node': every_node, 'healthy': healthy,
+            'rows': [{'node': row['node'], 'cells': [dict(cell) for cell in row['cells']]} for row in rows] if ran else []}
 
 
-def _section_comparison(comparison):
+def _problems(doc):
+    found = physical_problems(failing_checks(doc))
+    return {
+        'counts': problem_counts(found),
+        'entries': [{'kind': problem['kind'], 'title': problem['title'], 'blamed': problem['blamed'], 'ends': list(problem['ends']),
+                   'action': problem['action'],
+                   'rows': [{'node': row['node'], 'check': row['check'], 'subject': row['subject'],
+                             'measured': fmt(row['measured'], row['unit']), 'threshold': fmt(row['threshold'], row['unit'])}
+                            for row in problem['rows']]}
+                  for problem in found[:FAILURE_ROWS]],
+        'more': max(0, len(found) - FAILURE_ROWS),
+    }
+
+
+def _plan(doc):
+    states = check_states(doc)
+    return {
+        'areas': [{'area': row['area'], 'tools': row['tools'], 'parameters': ', '.join(row['parameters']) or '-',
+                   'checks': ', '.join(row['checks']) or '-'} for row in test_plan(doc)],
+        'criteria': [dict(row) for row in criteria(doc)],
+        'coverage': [{'check': row['check'], 'passed': row['counts']['passed'], 'failed': row['counts']['failed'],
+                      'skipped': row['counts']['skipped'], 'not_tested': row['counts']['not tested'],
+                      'reasons': [{'state': state, 'reason': reason, 'hostlist': hostlist(members)}
+                                  for state, reason, members in row['reasons']]}
+                     for row in states['checks']],
+        'totals': dict((state.replace(' ', '_'), count) for state, count in states['totals'].items()),
+        'not_run': list(states['not_run']),
+    }
+
+
+def _evidence(doc):
+    return [dict(entry) for entry in evidence_appendix(doc)]
+
+
+def _comparison(comparison):
+    if comparison is None:
+        return None
     before, after = comparison['before'], comparison['after']
-    out = ['<h2 id="comparison">Compared with the run of %s</h2>' % _e(before.get('started') or 'an earlier run'),
-           '<p>Verdict %s &rarr; %s. Figures are listed when they moved by more than %s.</p>' % (
-               _e((before.get('summary') or {}).get('verdict', '?')), _e((after.get('summary') or {}).get('verdict', '?')),
-               _e(fmt_pct(comparison['threshold'], signed=False)))]
-    if comparison['nodes']:
-        body, classes = [], {}
-        for index, row in enumerate(comparison['nodes']):
-            if row['after'] == 'fail':
-                classes[index] = 'bad'
-            body.append([_td(row['node']), _td(row['before'] + (' (drained)' if row['drained_before'] else '')),
-                         _td(row['after'] + (' (drained)' if row['drained_after'] else ''))])
-        out.append(_table(['node', 'before', 'after'], body, classes))
-    else:
-        out.append('<p>No node changed state.</p>')
-    for title, key in (('Newly failing', 'broken'), ('Fixed', 'fixed')):
-        if comparison[key]:
-            out.append('<p><b>%s:</b> %s</p>' % (title, _e('; '.join(
-                '%s %s %s' % (item['node'], item['check'], item['subject']) for item in comparison[key][:50]))))
-    if comparison['moved']:
-        body = [[_td(item['node']), _td('<code>%s</code>' % _e(item['check']), raw=True), _td(item['subject']),
-                 _td(fmt(item['before'], item['unit']), 'num'), _td(fmt(item['after'], item['unit']), 'num'),
-                 _td(fmt_pct(item['change']) if item['change'] is not None else 'from 0', 'num')]
-                for item in comparison['moved'][:MOVED_ROWS]]
-        out.append(_table(['node', 'check', 'subject', 'before', 'after', 'change'], body))
-        if len(comparison['moved']) > MOVED_ROWS:
-            out.append('<p class="note">%d more figures moved.</p>' % (len(comparison['moved']) - MOVED_ROWS))
-    return out
+    return {
+        'since': before.get('started') or 'an earlier run',
+        'verdict_before': (before.get('summary') or {}).get('verdict', '?'),
+        'verdict_after': (after.get('summary') or {}).get('verdict', '?'),
+        'threshold': fmt_pct(comparison['threshold'], signed=False),
+        'nodes': [dict(row) for row in comparison['nodes']],
+        'broken': [dict(item) for item in comparison['broken'][:CHANGED_CHECKS]],
+        'fixed': [dict(item) for item in comparison['fixed'][:CHANGED_CHECKS]],
+        'moved': [{'node': item['node'], 'check': item['check'], 'subject': item['subject'],
+                   'before': fmt(item['before'], item['unit']), 'after': fmt(item['after'], item['unit']),
+                   'change': fmt_pct(item['change']) if item['change'] is not None else 'from 0'}
+                  for item in comparison['moved'][:MOVED_ROWS]],
+        'moved_more': max(0, len(comparison['moved']) - MOVED_ROWS),
+    }
 
 
-def _section_signoff(doc, cover):
-    """The block the delivery engineer and the customer sign, on a page of its own when printed."""
+def html_context(doc, comparison=None, cover=None):
+    """Everything report.html shows, computed from a results document (``comparison``: compare.compare()'s result or
+    None; ``cover``: the cover's values). Plain data (text, numbers, booleans, None, lists, dicts) plus the charts as
+    SVG markup; numbers shown in tables are already text (``fmt``). The template only lays it out, and escapes each
+    value it writes. Keys:
+
+    - ``verdict``: the run's verdict, ``'PASS'`` or ``'FAIL'``; ``title``: the cover's cluster, else the inventory's
+      name; ``schema``: results.json's schema.
+    - ``run``: ``started``, ``finished``, ``collection_version``, ``mode`` (the gate's); ``'?'`` when absent.
+    - ``summary``: ``nodes``, ``passed``, ``failed``, ``drained``, ``resumed``, ``verdict`` (``'?'`` when absent) and
+      ``cluster_failed`` (cluster-level failures, None when absent).
+    - ``cover``: the cover's rows, ``[{label, value}]``, empty values left out.
+    - ``comparison``: None without an earlier run, else ``since`` (the earlier run's start), ``verdict_before``,
+      ``verdict_after``, ``threshold`` (text, ``'5.0%'``), ``nodes`` (``[{node, before, after, drained_before,
+      drained_after}]``, states ``pass``/``fail``/``absent``), ``broken`` and ``fixed`` (``[{node, check, subject}]``,
+      the first CHANGED_CHECKS), ``moved`` (``[{node, check, subject, before, after, change}]`` as text, the first
+      MOVED_ROWS) and ``moved_more`` (how many more).
+    - ``failures``: ``count`` (every failing result), ``rows`` (the first FAILURE_ROWS: ``node, check, subject,
+      measured, threshold, deviation, action, message``) and ``more`` (rows left out).
+    - ``nccl``: ``chart`` (SVG; None when the run has no NCCL results), ``multi_node`` (None, or ``node_count,
+      busbw, threshold, passed``) and ``curves`` (SVG: busbw by message size, the fleet median and the worst node;
+      None when results.json kept no nccl-tests rows).
+    - ``perftest``: ``ran`` (the run has perftest results) and ``tests``, one per bandwidth test: ``name``
+      (``write_bw``), ``both_directions``, ``against`` (``'line rate'`` or ``'twice the line rate'``), ``legend``
+      (``[{colour, label}]``, the heatmaps' bands), ``heatmaps`` (SVG per rail), ``hca_chart`` (SVG).
+    - ``fabric``: ``total`` (links), ``bad`` (degraded or down), ``unused`` (switch ports not counted), ``shown_all``
+      (every link is listed, else only the bad ones), ``counts`` (``[{width, lane_speed, state, links}]``),
+      ``bad_rows`` and ``all_rows`` (every link when there are at most figures.LINK_ROWS and some are good, else
+      empty), each row ``node_name, port, width, lane_speed, state, physical_state, peer_name, peer_port, could_be,
+      bad``.
+    - ``versions``: ``components`` (``[{key, label, majority, count, reported, odd_nodes, others: [{value, hostlist,
+      nodes}]}]``), ``node_count``, ``every_node`` (at most FULL_ROWS nodes: ``rows`` lists every node, else only
+      those with an odd value) and ``rows`` (``[{node, cells: [{text, odd}]}]``, a cell per component).
+    - ``gpu``: ``ran`` (any GPU result), ``columns``, ``every_node`` (at most FULL_ROWS nodes: ``rows`` lists every
+      node, else only the unhealthy ones), ``healthy`` (nodes healthy in every column) and ``rows`` (``[{node,
+      cells: [{state, text}]}]``, state ``ok``/``fail``/``none``).
+    - ``problems``: ``counts`` (``problems``, ``nodes``, ``checks``), ``entries`` (one per physical problem, the first
+      FAILURE_ROWS: ``kind``, ``title``, ``blamed`` (the end at fault), ``ends`` (the other end or ends, neutral),
+      ``action`` and ``rows``, ``[{node, check, subject, measured, threshold}]``, the checks it failed) and ``more``.
+    - ``plan``: ``areas`` (``[{area, tools, parameters, checks}]``), ``criteria`` (``[{check, what, threshold,
+      default, source}]``: each check's threshold in this run, its default and the default's source), ``coverage``
+      (``[{check, passed, failed, skipped, not_tested, reasons: [{state, reason, hostlist}]}]``), ``totals``
+      (``passed``, ``failed``, ``skipped``, ``not_tested``) and ``not_run`` (verify areas this run did not run).
+    - ``evidence``: per node ``[{node, file, passed, text, cut}]``: its evidence file beside the report
+      (``evidence/<node>.json``) and, for the failing nodes, its text (None for the others; ``cut``: the text was
+      cut for the page, the file is whole).
+    - ``palette``: ``pass``, ``fail``, ``neutral`` (colours) and ``pass_mark``, ``fail_mark`` (symbols).
+    """
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
-    return ['<h2 id="signoff">Sign-off</h2>',
-            '<p>Verdict <b>%s</b> for %s nodes (%s passed, %s failed), measured from %s to %s on %s with the tools and '
-            'parameters of the test plan (results.json, aicluster.infra %s).</p>' % tuple(_e(value) for value in (
-                summary.get('verdict', '?'), summary.get('nodes', '?'), summary.get('passed', '?'),
-                summary.get('failed', '?'), run.get('started', '?'), run.get('finished', '?'),
-                report_title(doc, cover), run.get('collection_version', '?'))),
-            _table(['role', 'name', 'signature', 'date'],
-                   [[_td('Delivery engineer'), _td(''), _td(''), _td('')],
-                    [_td('Customer representative'), _td(''), _td(''), _td('')]]).replace('<table>', '<table class="signoff">', 1)]
+    return {
+        'verdict': str(summary.get('verdict', 'FAIL')),
+        'title': report_title(doc, cover),
+        'schema': doc.get('schema', ''),
+        'run': dict((key, run.get(key, '?')) for key in ('started', 'finished', 'collection_version', 'mode')),
+        'summary': dict([(key, summary.get(key, '?')) for key in ('nodes', 'passed', 'failed', 'drained', 'resumed', 'verdict')]
+                        + [('cluster_failed', summary.get('cluster_failed'))]),
+        'cover': [{'label': label, 'value': value} for label, value in cover_rows(doc, cover)],
+        'comparison': _comparison(comparison),
+        'failures': _failures(doc),
+        'nccl': _nccl(doc),
+        'perftest': _perftest(doc),
+        'fabric': _fabric(doc),
+        'versions': _versions(doc),
+        'gpu': _gpu(doc),
+        'problems': _problems(doc),
+        'plan': _plan(doc),
+        'evidence': _evidence(doc),
+        'palette': {'pass': PASS_COLOUR, 'fail': FAIL_COLOUR, 'neutral': NEUTRAL_COLOUR, 'pass_mark': PASS_MARK,
+                    'fail_mark': FAIL_MARK},
+    }
 
 
-def html_report(doc, comparison=None, cover=None):
-    run = doc.get('run') or {}
-    summary = doc.get('summary') or {}
-    verdict = str(summary.get('verdict', 'FAIL'))
-    title = report_title(doc, cover)
-    sections = [('failures', 'Failing checks'), ('nccl', 'NCCL'), ('perftest', 'perftest'), ('fabric', 'Fabric links'),
-                ('versions', 'Versions'), ('gpu', 'GPU health'), ('signoff', 'Sign-off')]
-    if comparison is not None:
-        sections.insert(0, ('comparison', 'Comparison'))
-    out = ['<!DOCTYPE html>', '<html lang="en"><head><meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">',
-           '<title>%s: %s acceptance report</title>' % (_e(verdict), _e(title)),
-           '<style>%s</style></head><body>' % CSS,
-           '<header class="verdict %s"><h1>%s</h1>' % ('pass' if verdict == 'PASS' else 'fail', _e(verdict)),
-           '<p>%s &middot; aicluster.infra %s &middot; run %s to %s &middot; gate mode %s</p>' % (
-               _e(title), _e(run.get('collection_version', '?')), _e(run.get('started', '?')),
-               _e(run.get('finished', '?')), _e(run.get('mode', '?'))),
-           '<div class="counts"><span>%s nodes</span><span>%s passed</span><span>%s failed</span><span>%s drained</span>'
-           '<span>%s resumed</span>%s</div></header>' % (tuple(
-               _e(summary.get(key, '?')) for key in ('nodes', 'passed', 'failed', 'drained', 'resumed')) + (
-               '<span>%s cluster-level failures (no node drained)</span>' % _e(summary['cluster_failed'])
-               if summary.get('cluster_failed') else '',)),
-           '<nav>%s</nav><main>' % ''.join('<a href="#%s">%s</a>' % (anchor, title) for anchor, title in sections)]
-    out.append('<table class="cover">%s</table>' % ''.join(
-        '<tr><th>%s</th><td>%s</td></tr>' % (_e(label), _e(value)) for label, value in cover_rows(doc, cover)))
-    if comparison is not None:
-        out += _section_comparison(comparison)
-    out += _section_failures(doc)
-    out += _section_nccl(doc)
-    out += _section_perftest(doc)
-    out += _section_fabric(doc)
-    out += _section_versions(doc)
-    out += _section_gpu(doc)
-    out += _section_signoff(doc, cover)
-    out.append('<p class="note">Written by aicluster.infra.acceptance_report from results.json (%s).</p>' % _e(doc.get('schema', '')))
-    out.append('</main></body></html>')
-    return '\n'.join(out) + '\n'
+def _finalize(value):
+    """What the template writes for ``{{ value }}``: markup (the SVG charts, macros) as it is; anything else as text
+    without terminal sequences or control characters, escaped like the SVG (svg.escape). Autoescape stays on for
+    what does not pass here."""
+    if hasattr(value, '__html__'):
+        return value
+    return Markup(svg.escape(value))
+
+
+_COMPILED = {}
+
+
+def _compile(template):
+    compiled = _COMPILED.get(template)
+    if compiled is None:
+        environment = jinja2.Environment(autoescape=True, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                                         undefined=jinja2.StrictUndefined, finalize=_finalize)
+        compiled = environment.from_string(template)
+        if len(_COMPILED) >= 4:
+            _COMPILED.clear()
+        _COMPILED[template] = compiled
+    return compiled
+
+
+def _template_line(traceback):
+    """The template's line where rendering failed, from the traceback Jinja2 rewrites to point into the template."""
+    line = None
+    while traceback is not None:
+        if traceback.tb_frame.f_code.co_filename == '<template>':
+            line = traceback.tb_lineno
+        traceback = traceback.tb_next
+    return line
+
+
+def render_html(template, context):
+    """The text of a Jinja2 template (report.html.j2 or the user's own) rendered with a context from html_context()."""
+    if jinja2 is None:
+        raise HtmlTemplateError('report.html needs the Python package jinja2 (it comes with ansible-core; '
+                                'pip install jinja2): %s' % JINJA2_IMPORT_ERROR)
+    try:
+        return _compile(template).render(context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise HtmlTemplateError('line %s: %s' % (exc.lineno, exc.message))
+    except (jinja2.TemplateError, TypeError, ValueError, KeyError, AttributeError, IndexError, ZeroDivisionError) as exc:
+        line = _template_line(sys.exc_info()[2])
+        raise HtmlTemplateError('%s%s: %s' % ('line %s: ' % line if line else '', type(exc).__name__, exc))
+
+
+def html_report(doc, comparison=None, cover=None, template=None):
+    """report.html's text: html_context() laid out by ``template``, the text of a Jinja2 template (the report role's
+    is SHIPPED_TEMPLATE in the collection)."""
+    if template is None:
+        raise HtmlTemplateError('no template: report.html is laid out by a Jinja2 template, such as the report '
+                                "role's %s; pass its text" % SHIPPED_TEMPLATE)
+    return render_html(template, html_context(doc, comparison, cover))

@@ -28,12 +28,14 @@ import pytest
 
 from _synthetic_results import LAB_FAULTS, make_results
 
-from ansible_collections.aicluster.infra.plugins.module_utils.report.html import html_report
+from ansible_collections.aicluster.infra.plugins.module_utils.report.html import SHIPPED_TEMPLATE, html_report
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import compare
 
 CHROMIUM = os.environ.get('AICLUSTER_CHROMIUM', '/usr/bin/chromium')
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 OUTPUT = os.path.join(REPO, 'tests', 'output', 'report')
+with open(os.path.join(REPO, SHIPPED_TEMPLATE), encoding='utf-8') as _handle:
+    TEMPLATE = _handle.read()  # the report role's template, as the role passes it
 FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
          '--disable-background-networking', '--disable-component-update', '--disable-sync', '--hide-scrollbars',
          '--remote-debugging-pipe']
@@ -187,7 +189,7 @@ def browse():
 
 def test_lab_report_renders_without_errors_with_charts(browse):
     doc = make_results(4, LAB_FAULTS)
-    html = html_report(doc, compare(make_results(4), doc))
+    html = html_report(doc, compare(make_results(4), doc), template=TEMPLATE)
     page = browse(html, 'report.html')
     counts = json.loads(page.evaluate(COUNT_SCRIPT))
     assert page.errors() == []
@@ -206,7 +208,7 @@ def test_lab_report_renders_without_errors_with_charts(browse):
 
 def test_large_report_renders_without_errors(browse):
     doc = make_results(256, [('link_width', 'gpu0100', 4), ('nccl_slow', 'gpu0200', 0)], max_rounds=4)
-    page = browse(html_report(doc), 'report.html')
+    page = browse(html_report(doc, template=TEMPLATE), 'report.html')
     counts = json.loads(page.evaluate(COUNT_SCRIPT))
     assert page.errors() == []
     assert counts['heatmaps'] == 8 and counts['rects'] >= 256 and counts['drawn']
@@ -228,7 +230,7 @@ def test_the_report_prints_to_pdf(browse):
     """What a delivery engineer hands over: Chromium's print of report.html through its print stylesheet (A4
     landscape, no navigation, the sign-off block starting a page), as a PDF of several pages, without errors."""
     doc = make_results(4, LAB_FAULTS)
-    page = browse(html_report(doc), 'report.html')
+    page = browse(html_report(doc, template=TEMPLATE), 'report.html')
     pdf = base64.b64decode(page.send('Page.printToPDF', {'preferCSSPageSize': True, 'printBackground': True})['data'])
     assert pdf.startswith(b'%PDF-')
     pages = len(re.findall(rb'/Type\s*/Page[^s]', pdf))

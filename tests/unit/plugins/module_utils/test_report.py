@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from _paths import REPO
 from _synthetic_results import LAB_FAULTS, make_results
 
 from ansible_collections.aicluster.infra.plugins.module_utils import report
@@ -22,6 +23,10 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report import _tex
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import compare
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS
+
+# The report role's template for report.html, as the role passes it to the module.
+with open(os.path.join(REPO, html.SHIPPED_TEMPLATE), encoding='utf-8') as _handle:
+    TEMPLATE = _handle.read()
 
 LAB = make_results(4, LAB_FAULTS)
 CLEAN = make_results(4)
@@ -166,8 +171,8 @@ def test_heatmap_matrix_large_fleet_is_blocks_holding_their_worst_pair():
 
 
 # The heatmap bands below and above the pass mark (html._heat_bands); a cell without a pass mark is neutral.
-BELOW_PASS = ('#82071e', '#cf222e', '#fb8f44')
-AT_OR_ABOVE_PASS = ('#8ddb8c', '#1a7f37')
+BELOW_PASS = ('#8f2d00', '#d55e00', '#e69f00')
+AT_OR_ABOVE_PASS = ('#56b4e9', '#0072b2')
 
 
 def _cell_colours(text):
@@ -194,7 +199,7 @@ def test_heatmap_of_a_bidirectional_run_is_against_twice_the_line_rate():
     matrix = perftest.heatmap_matrix(doc, 0)
     assert matrix['threshold_fraction'] == 0.9 and matrix['bidirectional'] is True
     assert sorted(set(round(cell['fraction'], 3) for cell in matrix['cells'].values())) == [0.85, 0.925]
-    text = html.html_report(doc)
+    text = html.html_report(doc, template=TEMPLATE)
     colours = _cell_colours(text)
     assert colours[slow] in BELOW_PASS  # 1.7 x line rate: 85% of both directions, under the 90% pass mark
     healthy = [colour for tip, colour in colours.items() if tip != slow]
@@ -206,7 +211,7 @@ def test_heatmap_pass_mark_comes_from_run_parameters():
     doc = copy.deepcopy(CLEAN)
     doc['run']['parameters']['perftest_fraction'] = 0.97  # every pair measured at 95.5-98.5% of line rate
     assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] == 0.97
-    colours = set(_cell_colours(html.html_report(doc)).values())
+    colours = set(_cell_colours(html.html_report(doc, template=TEMPLATE)).values())
     assert colours & set(BELOW_PASS) and colours & set(AT_OR_ABOVE_PASS)
 
 
@@ -214,14 +219,17 @@ def test_heatmap_without_parameters_falls_back_to_the_pairs_thresholds():
     doc = copy.deepcopy(CLEAN)
     del doc['run']['parameters']['perftest_fraction'], doc['run']['parameters']['perftest_bidirectional']
     assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] == pytest.approx(0.9)  # threshold / line rate
-    assert html.html_report(doc) == html.html_report(CLEAN)
+    # the heatmaps are the same; the test plan shows the parameters the document has
+    def section(text):
+        return text.split('id="perftest"', 1)[1].split('id="fabric"', 1)[0]
+    assert section(html.html_report(doc, template=TEMPLATE)) == section(html.html_report(CLEAN, template=TEMPLATE))
 
 
 def test_heatmap_without_a_derivable_pass_mark_draws_no_bands():
     doc, slow = _bidirectional_doc(parameters=False)
     matrix = perftest.heatmap_matrix(doc, 0)
     assert matrix['threshold_fraction'] is None and matrix['bidirectional'] is False  # threshold / line rate is 1.8
-    text = html.html_report(doc)
+    text = html.html_report(doc, template=TEMPLATE)
     assert set(_cell_colours(text).values()) == {'#8c959f'} and slow in _cell_colours(text)
     assert 'no pass mark in results.json' in text
     for pair in doc['perftest']['pairs']:
@@ -537,22 +545,23 @@ def test_summary_markdown_comparison_and_clean_run():
 
 
 def test_html_is_self_contained():
-    text = html.html_report(LAB, compare(CLEAN, LAB))
+    text = html.html_report(LAB, compare(CLEAN, LAB), template=TEMPLATE)
     assert text.startswith('<!DOCTYPE html>') and text.endswith('</html>\n')
     assert not re.search(r'(https?:|ftp:|//[a-z]|<script|<link|<img|@import|url\()', text, re.I)
-    for anchor in ('comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu', 'signoff'):
+    for anchor in ('problems', 'comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu', 'plan', 'signoff',
+                   'appendix'):
         assert 'id="%s"' % anchor in text and 'href="#%s"' % anchor in text
     assert text.count('<svg ') == 8 + 2  # a heatmap per rail, NCCL bars, per-HCA bars
-    assert '<header class="verdict fail"><h1>FAIL</h1>' in text
+    assert u'<header class="verdict fail"><h1>\u2717 FAIL</h1>' in text
     assert 'reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3' in text
 
 
 def test_html_escapes_document_strings():
     doc = copy.deepcopy(CLEAN)
     doc['nodes']['gpu01']['versions']['kernel'] = '6.1 <b>'
-    text = html.html_report(doc, cover={'cluster': '<script>alert(1)</script>'})
+    text = html.html_report(doc, cover={'cluster': '<script>alert(1)</script>'}, template=TEMPLATE)
     assert '<script>' not in text and '&lt;script&gt;' in text and '6.1 &lt;b&gt;' in text
-    assert '<header class="verdict pass"><h1>PASS</h1>' in text
+    assert u'<header class="verdict pass"><h1>\u2713 PASS</h1>' in text
 
 
 def test_a_node_that_could_not_be_reached_is_reported():
@@ -561,22 +570,22 @@ def test_a_node_that_could_not_be_reached_is_reported():
         vr.new_result('node.reachable', 'node', 'unreachable', 'reachable', False, 'gpu05: ssh: connect timed out')]}
     doc['summary'] = vr.summarize(doc['nodes'])
     assert vr.validate_results(doc) == []
-    outputs = report.build_outputs(doc)
+    outputs = report.build_outputs(doc, html_template=TEMPLATE)
     assert 'bring gpu05 back (power, BMC console, sshd, network)' in outputs['report.html']
     assert "classname=\"node.gpu05\"" in outputs['junit.xml']
     assert '| node | Ansible connection' in outputs['summary.md']
 
 
 def test_build_outputs_is_deterministic_and_respects_formats():
-    first = report.build_outputs(LAB, CLEAN)
+    first = report.build_outputs(LAB, CLEAN, html_template=TEMPLATE)
     assert sorted(first) == ['junit.xml', 'report.html', 'summary.md']
-    assert first == report.build_outputs(copy.deepcopy(LAB), copy.deepcopy(CLEAN))
+    assert first == report.build_outputs(copy.deepcopy(LAB), copy.deepcopy(CLEAN), html_template=TEMPLATE)
     assert list(report.build_outputs(LAB, formats=['junit'])) == ['junit.xml']
 
 
 def test_large_fleet_html_stays_bounded():
     doc = make_results(300, [('link_width', 'gpu0150', 1), ('gpu_ecc', 'gpu0007', 0)], max_rounds=3)
-    text = html.html_report(doc)
+    text = html.html_report(doc, template=TEMPLATE)
     assert '(blocks of 10 nodes)' in text
     assert '<p>299 nodes healthy in every column; the 1 others:</p>' in text
     assert 'Only the degraded and down links are listed.' in text
@@ -607,7 +616,7 @@ def test_tool_derived_text_is_inert_and_every_output_valid(tmp_path):
     doc['nodes']['gpu01']['passed'] = False
     doc['nodes']['gpu02']['versions']['driver'] = '535.129.03 ' + HOSTILE
     doc['summary'] = vr.summarize(doc['nodes'])
-    outputs = report.build_outputs(doc)
+    outputs = report.build_outputs(doc, html_template=TEMPLATE)
     for name, text in outputs.items():
         assert not re.search('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]', text), name
         assert '<script>alert' not in text, name
@@ -640,13 +649,13 @@ def test_per_counter_limits_read_as_counters_not_a_python_dict():
     doc['summary'] = vr.summarize(doc['nodes'])
     row = [row for row in figures.results_table(doc) if row['check'] == 'ib.link_errors'][0]
     assert row['baseline'] == 'link_downed 0, symbol_errors 100; symbol_errors 100'
-    outputs = report.build_outputs(doc)
+    outputs = report.build_outputs(doc, html_template=TEMPLATE)
     assert not any("{'" in text for text in outputs.values())
     assert '| gpu01 | `ib.link_errors` | mlx5_0:1 | symbol_errors 250 | symbol_errors 100 |' in outputs['summary.md']
 
 
 def test_html_has_the_sign_off_block_and_a_print_stylesheet():
-    text = html.html_report(LAB)
+    text = html.html_report(LAB, template=TEMPLATE)
     signoff = text[text.index('<h2 id="signoff">'):]
     assert 'Verdict <b>FAIL</b> for 4 nodes' in signoff and ' on lab with ' in signoff
     assert '<table class="signoff">' in signoff
@@ -654,6 +663,75 @@ def test_html_has_the_sign_off_block_and_a_print_stylesheet():
             in signoff] == ['Delivery engineer', 'Customer representative']
     style = text[text.index('<style>'):text.index('</style>')]
     assert '@media print{' in style and '@page{size:A4 landscape' in style and 'nav{display:none}' in style
+
+
+# ------------------------------------------------------------------ report.html's template
+
+def test_the_shipped_template_gives_the_same_bytes_for_the_same_input():
+    cover = {'customer': 'Example Research Lab', 'cluster': 'hgx-su1'}
+    first = html.html_report(LAB, compare(CLEAN, LAB), cover, TEMPLATE)
+    again = html.html_report(copy.deepcopy(LAB), compare(CLEAN, copy.deepcopy(LAB)), dict(cover), TEMPLATE)
+    assert first == again
+    assert first.startswith('<!DOCTYPE html>\n<html lang="en">') and first.endswith('</main></body></html>\n')
+    assert '{#' not in first and '{%' not in first and 'trim_blocks' not in first  # the template's own comment stays out
+
+
+def test_a_users_template_is_used_and_what_it_writes_is_escaped():
+    assert html.html_report(LAB, template='<h1>{{ verdict }}</h1>') == '<h1>FAIL</h1>'
+    doc = copy.deepcopy(CLEAN)
+    doc['nodes']['gpu01']['results'].append(vr.new_result(
+        'gpu.model', 'node', 'H100', 'H100 SXM', False, '<script>alert(1)</script> "q" \x1b[31mred\x1b[0m'))
+    doc['nodes']['gpu01']['passed'] = False
+    doc['summary'] = vr.summarize(doc['nodes'])
+    text = html.html_report(doc, template='{% for row in failures.rows %}<p>{{ row.message }}</p>{% endfor %}\n{{ nccl.chart }}\n')
+    assert text.startswith('<p>&lt;script&gt;alert(1)&lt;/script&gt; &quot;q&quot; red</p><svg ')  # the chart is markup
+
+
+def test_template_errors_say_where():
+    with pytest.raises(html.HtmlTemplateError, match=r'^line 2: '):
+        html.html_report(LAB, template='<p>\n{% if %}\n')
+    with pytest.raises(html.HtmlTemplateError, match=r"^line 3: UndefinedError: 'verdit' is undefined"):
+        html.html_report(LAB, template='a\nb\n{{ verdit }}\n')
+    with pytest.raises(html.HtmlTemplateError, match=r'^no template: .*roles/report/templates/report.html.j2'):
+        html.html_report(LAB)
+
+
+def test_without_jinja2_the_error_names_it(monkeypatch):
+    monkeypatch.setattr(html, 'jinja2', None)
+    with pytest.raises(html.HtmlTemplateError, match='needs the Python package jinja2'):
+        html.html_report(LAB, template=TEMPLATE)
+
+
+def test_the_html_context_is_plain_data_and_the_charts_markup():
+    """What a template gets: text, numbers, booleans, None, lists and dicts, plus the SVG charts as markup; no key a
+    template would read as a dict method (``row.items`` is the method in Jinja2), and every top-level key documented in
+    html_context's docstring and in docs/report.md's "Your own template"."""
+    context = html.html_context(LAB, compare(CLEAN, LAB), {'customer': 'Example Research Lab'})
+    markup = []
+
+    def walk(value, where):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                assert isinstance(key, str) and not hasattr({}, key), '%s.%s' % (where, key)
+                walk(item, '%s.%s' % (where, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, '%s[%d]' % (where, index))
+        else:
+            assert value is None or isinstance(value, (str, int, float, bool)), where
+            if hasattr(value, '__html__'):
+                markup.append(where)
+
+    walk(context, 'context')
+    assert sorted(markup) == sorted(['context.nccl.chart'] + ['context.perftest.tests[0].heatmaps[%d]' % rail for rail in range(8)]
+                                    + ['context.perftest.tests[0].hca_chart'])
+    with open(os.path.join(REPO, 'docs', 'report.md'), encoding='utf-8') as handle:
+        docs = handle.read()
+    own = docs[docs.index('### Your own template'):]
+    own = own[:own.index('\n## ')] if '\n## ' in own else own
+    for key in context:
+        assert '``%s``' % key in html.html_context.__doc__, key
+        assert '`%s`' % key in own, key
 
 
 @pytest.mark.parametrize('source, name', [
@@ -676,7 +754,7 @@ def test_the_cover_heads_every_output_and_leaves_out_what_is_not_given():
         ('Run', '2026-11-29T17:00:03Z to 2026-11-29T17:06:41Z'), ('Run by', 'J. Doe'),
         ('Collection', 'aicluster.infra 0.1.0 (commit 9afa5ef)'), ('Gate mode', 'drain')]
     assert [label for label, _value in figures.cover_rows(doc)] == ['Inventory', 'Run', 'Collection', 'Gate mode']
-    outputs = report.build_outputs(doc, cover=cover)
+    outputs = report.build_outputs(doc, cover=cover, html_template=TEMPLATE)
     assert not any('/home/jdoe' in text for text in outputs.values())
     assert outputs['summary.md'].startswith('# Acceptance test report: hgx-su1\n')
     assert '| Acceptance criteria | SOW-2026-117 appendix B rev 3 |' in outputs['summary.md']
