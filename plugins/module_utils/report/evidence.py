@@ -48,7 +48,10 @@ def node_evidence(doc, node, failed_only=False):
                 'passed': entry.get('passed'), 'versions': entry.get('versions') or {},
                 'inventory': entry.get('inventory') or {}, 'results': results,
                 'tool_output': entry.get('raw') or {}}
-    return json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=False, default=str) + '\n'
+    # the tool's bytes are kept, escaped: JSON escapes control characters, ensure_ascii the rest (a lone surrogate
+    # included), and DEL, which JSON may leave raw, is escaped too, so the file holds no control character
+    text = json.dumps(evidence, indent=2, sort_keys=True, ensure_ascii=True, default=str)
+    return text.replace('\x7f', '\\u007f') + '\n'
 
 
 def evidence_files(doc):

@@ -240,3 +240,50 @@ def test_the_report_prints_to_pdf(browse):
     with open(os.path.join(OUTPUT, 'report-lab-4-nodes.pdf'), 'wb') as handle:
         handle.write(pdf)
     assert page.errors() == []
+
+
+# Every byte value 0-31, DEL, markup that would run (a script, an event handler), Markdown that would format.
+EVERY_CONTROL = ''.join(chr(code) for code in range(32)) + '\x7f'
+INJECTION = ('<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+             '<svg onload="window.__pwned = 3"></svg> **bold** [link](javascript:alert(1)) | cell `code`')
+
+
+def test_hostile_tool_text_runs_nothing_and_every_output_stays_valid(browse, tmp_path):
+    """Tool text is not ours: every control byte and an HTML/Markdown injection through a result's message, its
+    subject and a version string. junit.xml validates against the schema, no script runs in the page, and
+    summary.md shows the markup as text."""
+    import copy
+    from ansible_collections.aicluster.infra.plugins.module_utils import report
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
+    doc = copy.deepcopy(make_results(4, LAB_FAULTS))
+    hostile = EVERY_CONTROL + INJECTION
+    doc['nodes']['gpu01']['results'].append(vr.new_result('gpu.model', 'GPU 0 ' + hostile, 'H100 ' + hostile, 'H100', False,
+                                                          hostile))
+    doc['nodes']['gpu01']['passed'] = False
+    doc['nodes']['gpu02']['versions']['driver'] = '535.129.03 ' + hostile
+    doc['summary'] = vr.summarize(doc['nodes'])
+    outputs = report.build_outputs(doc, formats=('html', 'junit', 'markdown', 'prometheus', 'evidence'), html_template=TEMPLATE)
+    for name, text in outputs.items():
+        assert not re.search('[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]', text), name
+        if name.endswith('.json'):
+            json.loads(text)  # the evidence keeps the tool's bytes, escaped by JSON
+    assert '<script>window' not in outputs['summary.md'] and '&lt;script&gt;window' in outputs['summary.md']
+    row = [line for line in outputs['summary.md'].splitlines() if line.startswith('| gpu01 | `gpu.model` |')][0]
+    assert row.count(' | ') == 5  # the pipe in the text opened no cell
+    xmllint = shutil.which('xmllint')
+    if xmllint:
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            'report_tests', os.path.join(REPO, 'tests', 'unit', 'plugins', 'module_utils', 'test_report.py'))
+        report_tests = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(report_tests)
+        (tmp_path / 'junit.xsd').write_text(report_tests.JUNIT_XSD)
+        (tmp_path / 'junit.xml').write_text(outputs['junit.xml'], encoding='utf-8')
+        run = subprocess.run([xmllint, '--noout', '--schema', str(tmp_path / 'junit.xsd'), str(tmp_path / 'junit.xml')],
+                             capture_output=True, text=True, check=False)
+        assert run.returncode == 0, run.stderr
+    page = browse(outputs['report.html'], 'report.html')
+    assert page.evaluate('typeof window.__pwned') == 'undefined'
+    assert page.evaluate('document.querySelectorAll("script, img, [onerror], [onload]").length') == 0
+    assert 'window.__pwned = 1' in page.evaluate('document.body.innerText')  # shown as text
+    assert page.errors() == []
