@@ -251,6 +251,23 @@ def fabric_states(q_result):
     return found
 
 
+IDENTITY_KEYS = ('serial', 'vbios_version', 'board_part_number')
+
+
+def gpu_identities(q_result):
+    """``{pci bus id (as the kernel spells it): {serial, vbios_version, board_part_number}}`` of every GPU of a parsed
+    ``nvidia-smi -q`` (``Serial Number``, ``VBIOS Version``, ``Board Part Number``; None where N/A).
+
+    ``--query-gpu`` has ``serial`` and ``vbios_version`` too, but gpu_info already reads ``-q`` (the CUDA version and
+    the fabric state), so the inventory costs no further nvidia-smi run.
+    """
+    found = {}
+    for gpu in (q_result or {}).get('gpus') or []:
+        if gpu.get('pci_bus_id'):
+            found[sysfs_bus_id(gpu['pci_bus_id'])] = dict((key, gpu.get(key)) for key in IDENTITY_KEYS)
+    return found
+
+
 def _condition_facts(crow, fabric):
     state, status = fabric if fabric else (None, None)
     enforced = to_float(crow.get('enforced.power.limit'))
@@ -268,7 +285,7 @@ def _condition_facts(crow, fabric):
 
 
 def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_version=None, mig_devices=None,
-                    condition_rows=None, fabric=None):
+                    condition_rows=None, fabric=None, identities=None):
     """Assemble the gpu_info facts.
 
     :arg rows: ``parse_query_gpu_csv`` rows for :data:`BASE_FIELDS`.
@@ -284,6 +301,7 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
     :arg condition_rows: ``parse_query_gpu_csv`` rows for :func:`condition_fields`,
         or None when that query was refused (device id, power, PCIe and clock keys None).
     :arg fabric: :func:`fabric_states` result, or None.
+    :arg identities: :func:`gpu_identities` result, or None (serial, VBIOS and board part number None).
     :returns: ``{driver_version, cuda_version, count, gpus, topology}``.
     """
     minors = minors or {}
@@ -299,6 +317,7 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
         if cindex is not None:
             conditions[cindex] = crow
     fabric = fabric or {}
+    identities = identities or {}
     topo = topology or {}
     matrix = topo.get('matrix') or {}
     cpu_affinity = topo.get('cpu_affinity') or {}
@@ -350,6 +369,8 @@ def merge_gpu_facts(rows, topology=None, health_rows=None, minors=None, cuda_ver
             'form_factor': form_factor(key),
         }
         entry.update(_condition_facts(crow, fabric.get(bus_id)))
+        identity = identities.get(sysfs_bus_id(bus_id)) if bus_id else None
+        entry.update((key, (identity or {}).get(key)) for key in IDENTITY_KEYS)
         gpus.append(entry)
         if driver_version is None and not _blank(row.get('driver_version')):
             driver_version = str(row.get('driver_version')).strip()

@@ -9,6 +9,8 @@ The layout, TAB-indented ``key:<TABs>value`` lines::
     <TAB>transport:<TAB><TAB><TAB>InfiniBand (0)
     <TAB>fw_ver:<TAB><TAB><TAB><TAB>20.35.1012
     ...
+    <TAB>board_id:<TAB><TAB><TAB>MT_0000000222
+    ...
     <TAB><TAB>port:<TAB>1
     <TAB><TAB><TAB>state:<TAB><TAB><TAB>PORT_ACTIVE (4)
     <TAB><TAB><TAB>max_mtu:<TAB><TAB>4096 (5)
@@ -16,7 +18,8 @@ The layout, TAB-indented ``key:<TABs>value`` lines::
     <TAB><TAB><TAB>link_layer:<TAB><TAB>InfiniBand
 
 MTUs are printed as bytes and the verbs enum in brackets (``4096 (5)``);
-unknown lines are skipped.
+``board_id`` is the adapter's PSID (the firmware image's board type, the same
+on every card of one model and vendor); unknown lines are skipped.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -40,13 +43,14 @@ def _mtu(value):
 
 
 def parse_ibv_devinfo(text):
-    """``[{name, fw_ver, ports: [{port, state, max_mtu, active_mtu, link_layer}]}]``; ParseError without an ``hca_id:`` line."""
+    """``[{name, fw_ver, board_id, ports: [{port, state, max_mtu, active_mtu, link_layer}]}]``; ParseError without an
+    ``hca_id:`` line. ``fw_ver`` and ``board_id`` (the PSID) are None when not printed."""
     hcas = []
     hca = port = None
     for number, line in enumerate(text.splitlines(), 1):
         found = HCA_RE.match(line)
         if found:
-            hca = {'name': found.group('name'), 'fw_ver': None, 'ports': []}
+            hca = {'name': found.group('name'), 'fw_ver': None, 'board_id': None, 'ports': []}
             hcas.append(hca)
             port = None
             continue
@@ -64,8 +68,8 @@ def parse_ibv_devinfo(text):
             continue
         key, value = found.group('key'), found.group('value')
         if port is None:
-            if key == 'fw_ver':
-                hca['fw_ver'] = value
+            if key in ('fw_ver', 'board_id'):
+                hca[key] = value or None
         elif key in ('max_mtu', 'active_mtu'):
             port[key] = _mtu(value)
         elif key == 'state':

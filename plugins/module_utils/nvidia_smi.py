@@ -443,6 +443,12 @@ def _remapped_rows(section):
     }
 
 
+def _q_text(node, key):
+    """A top-level ``Key : value`` of a GPU section as printed, None when absent, N/A or not a plain value."""
+    value = _get(node, key)
+    return _na(value) if isinstance(value, str) else None
+
+
 def _q_gpu(bus_id, node):
     ecc_errors = node.get('ECC Errors') if isinstance(node, dict) else None
     ecc = None
@@ -456,6 +462,9 @@ def _q_gpu(bus_id, node):
         'pci_bus_id': bus_id,
         'product_name': product if isinstance(product, str) else None,
         'uuid': uuid if isinstance(uuid, str) else None,
+        'serial': _q_text(node, 'Serial Number'),
+        'vbios_version': _q_text(node, 'VBIOS Version'),
+        'board_part_number': _q_text(node, 'Board Part Number'),
         'minor_number': _int(_get(node, 'Minor Number')),
         'persistence_mode': persistence if isinstance(persistence, str) else None,
         'ecc_mode': _na(_get(node, 'ECC Mode', 'Current')) if isinstance(_get(node, 'ECC Mode', 'Current'), str) else None,
@@ -471,8 +480,9 @@ def parse_nvidia_smi_q(text):
     The layout is an indented tree (4 spaces a level) of ``Key : value`` lines
     and section titles, one ``GPU 00000000:18:00.0`` section per GPU.  Returns
     ``driver_version``, ``cuda_version``, ``attached_gpus``, ``gpus`` (typed
-    fields: ``pci_bus_id``, ``product_name``, ``uuid``, ``minor_number``,
-    ``persistence_mode``, ``ecc_mode``, ``ecc``, ``retired_pages``,
+    fields: ``pci_bus_id``, ``product_name``, ``uuid``, ``serial``,
+    ``vbios_version``, ``board_part_number`` (None when N/A or not printed),
+    ``minor_number``, ``persistence_mode``, ``ecc_mode``, ``ecc``, ``retired_pages``,
     ``remapped_rows``), ``sections`` (every section as printed: nested dicts of
     strings; a key printed twice becomes a list, a ``key : value`` with children
     becomes a dict with ``_value``) and ``errors``.

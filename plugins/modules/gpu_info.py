@@ -25,7 +25,11 @@ description:
   - Each GPU's model key and form factor come from its exact name and PCI device id (module_utils/gpu_models.py).
   - With O(topology=true), runs C(nvidia-smi topo -m) and derives each GPU's CPU affinity, CPU list, NUMA node and nearest NIC.
   - Reads the CUDA version from the header of C(nvidia-smi -q) (the C(CUDA Version) line every C(-q) report starts
-    with; C(--query-gpu) has no field for it), and each GPU's NVSwitch fabric state from its C(Fabric) section.
+    with; C(--query-gpu) has no field for it), and each GPU's NVSwitch fabric state from its C(Fabric) section, and
+    its serial number, VBIOS version and board part number.
+  - Reads the node's vendor, product name and serial number from C(/sys/class/dmi/id) (C(sys_vendor),
+    C(product_name), C(product_serial); the serial is readable by root only), for the inventory of the node the
+    GPUs are in.
   - Reads each GPU's device minor number from C(/proc/driver/nvidia/gpus/<pci>/information) (C(Device Minor:)), because no
     C(--query-gpu) field gives it; when that file is missing the GPU index is used instead.
   - When a GPU has MIG enabled, runs C(nvidia-smi -L) to list its MIG devices.
@@ -45,8 +49,8 @@ options:
   details:
     description:
       - Whether to run the best-effort queries beyond the GPUs themselves - the health counters, the operating
-        conditions (PCI device id, power, PCIe link, clock events) and C(nvidia-smi -q) (the CUDA version and the
-        NVSwitch fabric state).
+        conditions (PCI device id, power, PCIe link, clock events) and C(nvidia-smi -q) (the CUDA version, the
+        NVSwitch fabric state, the serial numbers and VBIOS versions) - and to read RV(system).
       - With V(false), those keys are V(null) (RV(gpus[].model_key) is judged from the name alone) and three
         C(nvidia-smi) runs are saved; RV(gpus[].type), the device files, the CPU affinity and MIG devices are the same.
         The slurm role, which needs none of the rest, reads the GPUs so on every run.
@@ -66,8 +70,8 @@ requirements:
 notes:
   - All commands run with C(LANG=C) and C(LC_ALL=C).
   - The module fails when C(nvidia-smi) is missing, when the GPU query or (with O(topology=true)) C(topo -m) fails,
-    or when their output cannot be parsed. The CUDA version, health counters, MIG listing and device minor numbers
-    are best effort.
+    or when their output cannot be parsed. The CUDA version, health counters, MIG listing, device minor numbers,
+    serial numbers, VBIOS versions and RV(system) are best effort.
 seealso:
   - module: aicluster.infra.ib_info
   - module: aicluster.infra.dcgm_diag
@@ -261,6 +265,31 @@ gpus:
       description: NVSwitch fabric C(Status) from C(nvidia-smi -q) (V(Success) when ready); V(null) when N/A.
       type: str
       sample: Success
+    serial:
+      description: The board's serial number (C(Serial Number) of C(nvidia-smi -q)); V(null) when N/A or not read.
+      type: str
+      sample: "1655022005478"
+      version_added: 0.2.0
+    vbios_version:
+      description: The VBIOS version (C(VBIOS Version) of C(nvidia-smi -q)); V(null) when not read.
+      type: str
+      sample: 96.00.74.00.01
+      version_added: 0.2.0
+    board_part_number:
+      description: The board part number (C(Board Part Number) of C(nvidia-smi -q)); V(null) when N/A or not read.
+      type: str
+      sample: 692-2G520-0200-000
+      version_added: 0.2.0
+system:
+  description:
+    - The node's C(vendor), C(product) and C(serial) from C(/sys/class/dmi/id) (C(sys_vendor), C(product_name),
+      C(product_serial)), each as the firmware reports it (a placeholder such as C(To Be Filled By O.E.M.) included);
+      a key is V(null) when its file is missing, empty or unreadable (the serial, when not run as root).
+    - V(null) with O(details=false) or on a machine without DMI (no C(/sys/class/dmi/id)).
+  returned: success
+  type: dict
+  sample: {vendor: Supermicro, product: SYS-821GE-TNHR, serial: S501234X4A12345}
+  version_added: 0.2.0
 cpu_topology:
   description:
     - Each online CPU's package (socket) and core id from sysfs (C(/sys/devices/system/cpu/cpuN/topology)), sorted by
@@ -290,8 +319,8 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import (
-    BASE_FIELDS, CLOCK_PREFIXES, HEALTH_FIELDS, condition_fields, fabric_states, merge_gpu_facts, parse_device_minor,
-    parse_mig_devices, sysfs_bus_id, to_bool,
+    BASE_FIELDS, CLOCK_PREFIXES, HEALTH_FIELDS, condition_fields, fabric_states, gpu_identities, merge_gpu_facts,
+    parse_device_minor, parse_mig_devices, sysfs_bus_id, to_bool,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q, parse_query_gpu_csv, parse_topo_matrix
 
@@ -369,6 +398,27 @@ def read_cpu_topology(root=SYSFS_CPU):
     return out or None
 
 
+SYSFS_DMI = '/sys/class/dmi/id'
+DMI_FILES = (('vendor', 'sys_vendor'), ('product', 'product_name'), ('serial', 'product_serial'))
+
+
+def read_system_identity(root=None):
+    """The node's vendor, product and serial from DMI (``root``: default :data:`SYSFS_DMI`), each None when its file
+    is missing, empty or unreadable (product_serial is mode 0400, root's); None when the machine has no DMI at all."""
+    root = root or SYSFS_DMI
+    if not os.path.isdir(root):
+        return None
+    found = {}
+    for key, name in DMI_FILES:
+        try:
+            with open(os.path.join(root, name), 'rb') as handle:
+                value = handle.read().decode('utf-8', 'replace').strip()
+        except (IOError, OSError):
+            value = ''
+        found[key] = value or None
+    return found
+
+
 def _read_minors(rows):
     minors = {}
     for row in rows:
@@ -422,14 +472,15 @@ def main():
 
     out = None
     if module.params['details']:
-        out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state)')
-    cuda_version, fabric = None, None
+        out = _best_effort(module, [nvidia_smi, '-q'], 'nvidia-smi -q (CUDA version, fabric state, serial numbers, VBIOS)')
+    cuda_version, fabric, identities = None, None, None
     if out is not None:
         try:
             report = parse_nvidia_smi_q(out)
-            cuda_version, fabric = report.get('cuda_version'), fabric_states(report)
+            cuda_version, fabric, identities = report.get('cuda_version'), fabric_states(report), gpu_identities(report)
         except ParseError as exc:
-            module.warn('nvidia-smi -q output could not be parsed, cuda_version and the fabric state are left null: %s' % exc)
+            module.warn('nvidia-smi -q output could not be parsed, cuda_version, the fabric state, the serial numbers and '
+                        'VBIOS versions are left null: %s' % exc)
 
     mig_devices = None
     if any(to_bool(row.get('mig.mode.current')) for row in rows):
@@ -437,8 +488,10 @@ def main():
         mig_devices = parse_mig_devices(out) if out is not None else None
 
     facts = merge_gpu_facts(rows, topology=topology, health_rows=health_rows, minors=_read_minors(rows),
-                            cuda_version=cuda_version, mig_devices=mig_devices, condition_rows=condition_rows, fabric=fabric)
+                            cuda_version=cuda_version, mig_devices=mig_devices, condition_rows=condition_rows, fabric=fabric,
+                            identities=identities)
     facts['cpu_topology'] = cpu_topology
+    facts['system'] = read_system_identity() if module.params['details'] else None
     module.exit_json(changed=False, **facts)
 
 

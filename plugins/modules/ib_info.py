@@ -17,7 +17,8 @@ description:
   - When C(ibdev2netdev) is installed, adds each port's network interface and its link state.
   - When C(show_gids) is installed, adds each port's GID table and the RoCE v2 GID index that NCCL
     C(NCCL_IB_GID_INDEX) needs.
-  - When C(ibv_devinfo) is installed, adds each port's active and maximum RDMA path MTU.
+  - When C(ibv_devinfo) is installed, adds each adapter's PSID (C(board_id)) and each port's active and maximum RDMA
+    path MTU.
   - When C(ofed_info) is installed, returns the MLNX_OFED / DOCA-OFED version.
   - The module only reads state; it never changes the adapters.
 author: aicluster.infra contributors (@aicluster)
@@ -96,6 +97,14 @@ hcas:
       description: Firmware version.
       type: str
       sample: 28.39.1002
+    board_id:
+      description:
+        - The adapter's PSID, C(board_id) of C(ibv_devinfo) (the board type the firmware image is built for; cards of
+          one model and vendor share it, and C(mlxfwmanager) or C(flint) pick a firmware image by it).
+        - V(null) without C(ibv_devinfo) or when it does not print the adapter.
+      type: str
+      sample: MT_0000000838
+      version_added: 0.2.0
     node_guid:
       description: Node GUID.
       type: str
@@ -170,6 +179,7 @@ hcas:
     - name: mlx5_0
       ca_type: MT4129
       firmware_version: 28.39.1002
+      board_id: MT_0000000838
       node_guid: "0xa088c20300ea3b7a"
       ports:
         - port: 1
@@ -282,12 +292,16 @@ def merge_ports(cas, netdevs, gids):
 
 
 def merge_mtus(cas, devinfo):
-    """Add active_mtu and max_mtu (bytes, from ibv_devinfo; None without it) to every port of ``cas`` (in place)."""
+    """Add board_id (the PSID) to every adapter of ``cas`` and active_mtu and max_mtu (bytes) to every port (in place);
+    from ibv_devinfo, None without it."""
     by_port = {}
+    board_ids = {}
     for hca in devinfo or []:
+        board_ids[hca.get('name')] = hca.get('board_id')
         for port in hca.get('ports') or []:
             by_port[(hca.get('name'), port.get('port'))] = port
     for ca in cas:
+        ca['board_id'] = board_ids.get(ca.get('name'))
         for port in ca.get('ports', []):
             found = by_port.get((ca.get('name'), port.get('port'))) or {}
             port['active_mtu'] = found.get('active_mtu')

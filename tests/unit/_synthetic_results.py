@@ -6,11 +6,15 @@
 ``make_results(count, faults=...)`` builds a document that passes
 ``validate_results``: every node with 8 HCAs (rails) and 8 GPUs, per-HCA and
 per-GPU check results, a perftest schedule of rail-aligned pairs (round-robin
-rounds, each a perfect matching), NCCL figures, fabric links and versions.
+rounds, each a perfect matching), NCCL figures, fabric links, versions and
+the inventory (system, GPU serials and VBIOS, HCA PSIDs and firmware).
 Figures jitter deterministically from ``seed``. Each fault is a tuple
 ``(kind, node, index)`` (index: HCA or GPU number, ignored by node-level
 kinds); ``FAULT_KINDS`` lists them. ``LAB_FAULTS`` puts one of each on a
-4-node fleet (the documentation's screenshot).
+4-node fleet (the documentation's screenshot). ``INVENTORY_FAULT_KINDS``
+(another VBIOS on a GPU, another PSID on an HCA, another Slurm version on a
+node) change the inventory and versions only, no check result; scatter_faults
+leaves them out, so its fleets stay as they were.
 """
 
 from __future__ import absolute_import, division, print_function
@@ -42,6 +46,13 @@ PARAMETERS = {
 
 FAULT_KINDS = ('link_width', 'hca_bw_low', 'port_down', 'nccl_slow', 'nccl_wrong', 'gpu_ecc', 'gpu_xid',
                'row_remap', 'nvlink', 'dcgm', 'fw_odd', 'driver_odd')
+INVENTORY_FAULT_KINDS = ('vbios_odd', 'psid_odd', 'slurm_odd')
+SYSTEM = {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR'}
+VBIOS = '96.00.74.00.01'
+ODD_VBIOS = '96.00.99.00.01'
+PSID = 'MT_0000000838'
+ODD_PSID = 'DEL0000000054'
+GPU_PART = '692-2G520-0200-000'
 LAB_FAULTS = (
     ('link_width', 'gpu02', 3),
     ('hca_bw_low', 'gpu03', 5),
@@ -77,7 +88,7 @@ def schedule(names, max_rounds=8):
 def _faults_by(faults):
     found = {}
     for kind, node, index in faults:
-        if kind not in FAULT_KINDS:
+        if kind not in FAULT_KINDS + INVENTORY_FAULT_KINDS:
             raise ValueError('unknown fault kind %r' % kind)
         found.setdefault((kind, node), set()).add(index)
     return found
@@ -97,6 +108,21 @@ def _leaf(index, rail):
     return 'leaf%02d-rail%d' % (index // 32 + 1, rail), index % 32 + 1
 
 
+def _inventory(number, versions, fault, name, hcas, gpus):
+    """The inventory of node ``number`` (1-based), serials as hwsim derives them; no random draw (the figures stay)."""
+    return {
+        'system': dict(SYSTEM, serial='S50123%04dA' % number),
+        'gpus': [{'index': gpu, 'uuid': 'GPU-4857534d-%04x-4000-8000-%012x' % (number, gpu),
+                  'serial': '1654%06d%02d0' % (number, gpu),
+                  'vbios': ODD_VBIOS if gpu in fault.get(('vbios_odd', name), ()) else VBIOS, 'board_part_number': GPU_PART}
+                 for gpu in range(gpus)],
+        'hcas': [{'name': 'mlx5_%d' % k, 'ca_type': 'MT4129',
+                  'psid': ODD_PSID if k in fault.get(('psid_odd', name), ()) else PSID,
+                  'firmware': versions['hca_firmware']['mlx5_%d' % k]}
+                 for k in range(hcas)],
+    }
+
+
 def make_results(count=4, faults=(), seed=2026, hcas=8, gpus=8, max_rounds=8, mode='drain',
                  inventory='inventories/lab', started='2026-11-29T17:00:03Z', finished='2026-11-29T17:06:41Z'):
     rng = random.Random(seed)
@@ -112,7 +138,10 @@ def make_results(count=4, faults=(), seed=2026, hcas=8, gpus=8, max_rounds=8, mo
             versions['hca_firmware']['mlx5_%d' % k] = '28.39.1002'
         if ('driver_odd', name) in fault:
             versions['driver'] = '535.183.01'
+        if ('slurm_odd', name) in fault:
+            versions['slurm'] = '22.05.8'
         node['versions'] = versions
+        node['inventory'] = _inventory(index + 1, versions, fault, name, hcas, gpus)
         add = node['results'].append
         add(vr.new_result('ib.hca_present', 'node', hcas, hcas, True, '%d HCAs present, expected %d' % (hcas, hcas)))
         for k in range(hcas):

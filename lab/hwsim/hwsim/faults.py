@@ -70,6 +70,13 @@ def _firmware(text):
     return text.strip()
 
 
+def _vbios(text):
+    """A VBIOS version as nvidia-smi prints it: five two-digit hex fields, ``96.00.99.00.01``."""
+    if not re.match(r'^[0-9A-Fa-f]{2}(?:\.[0-9A-Fa-f]{2}){4}$', text.strip()):
+        raise ValueError('expected a VBIOS version such as 96.00.99.00.01')
+    return text.strip().upper()
+
+
 def _fabric_state(text):
     if text.lower() not in FABRIC_STATES:
         raise ValueError('allowed states: %s' % ', '.join(FABRIC_STATES))
@@ -121,6 +128,8 @@ KINDS = {
     'nccl-rank-error': ((('gpu', _non_negative_int),), 'multi-node nccl-tests: the rank on GPU fails (its GPU memory cannot be '
                         'registered with the HCA: "unhandled system error"), naming this host; single-node runs unaffected'),
     'firmware': ((('version', _firmware),), 'every HCA of the host reports firmware VERSION (a rolling upgrade half done)'),
+    'vbios': ((('gpu', _non_negative_int), ('version', _vbios)),
+              'GPU reports VBIOS VERSION (a board reflashed or swapped for one with another VBIOS)'),
 }
 # Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
 TIMED_KINDS = ('xid',)

@@ -42,6 +42,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.report.evidence im
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
     cover_rows, criteria, failing_checks, gpu_health, link_table, nccl_chart, nccl_curves, report_title, test_plan,
     version_matrix)
+from ansible_collections.aicluster.infra.plugins.module_utils.report.inventory import node_inventory
 from ansible_collections.aicluster.infra.plugins.module_utils.report.perftest import (
     hca_bars, heatmap_matrix, perftest_parameters, perftest_rails, perftest_tests)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.problems import (
@@ -256,6 +257,14 @@ def _versions(doc):
     return {'components': components, 'node_count': len(matrix['nodes']), 'every_node': every_node, 'rows': rows}
 
 
+def _inventory(doc):
+    table = node_inventory(doc, FULL_ROWS)
+    return {'columns': list(table['columns']), 'total': table['total'], 'reported': table['reported'], 'odd': table['odd'],
+            'shown_all': table['shown_all'],
+            'rows': [{'node': row['node'], 'odd': row['odd'], 'cells': [dict(cell) for cell in row['cells']]}
+                     for row in table['rows']]}
+
+
 def _gpu(doc):
     health = gpu_health(doc)
     rows = health['rows']
@@ -358,6 +367,9 @@ def html_context(doc, comparison=None, cover=None):
     - ``gpu``: ``ran`` (any GPU result), ``columns``, ``every_node`` (at most FULL_ROWS nodes: ``rows`` lists every
       node, else only the unhealthy ones), ``healthy`` (nodes healthy in every column) and ``rows`` (``[{node,
       cells: [{state, text}]}]``, state ``ok``/``fail``/``none``).
+    - ``inventory``: the per-node inventory (serial numbers, VBIOS, HCA PSID and firmware, Slurm): ``columns``,
+      ``total``, ``reported`` (nodes that reported one), ``odd`` (nodes with an odd value), ``shown_all`` (every
+      node, else only the odd ones) and ``rows`` (``[{node, odd, cells: [{text, odd}]}]``, a cell per column).
     - ``problems``: ``counts`` (``problems``, ``nodes``, ``checks``), ``entries`` (one per physical problem, the first
       FAILURE_ROWS: ``kind``, ``title``, ``blamed`` (the end at fault), ``ends`` (the other end or ends, neutral),
       ``action`` and ``rows``, ``[{node, check, subject, measured, threshold}]``, the checks it failed) and ``more``.
@@ -387,6 +399,7 @@ def html_context(doc, comparison=None, cover=None):
         'fabric': _fabric(doc),
         'versions': _versions(doc),
         'gpu': _gpu(doc),
+        'inventory': _inventory(doc),
         'problems': _problems(doc),
         'plan': _plan(doc),
         'evidence': _evidence(doc),

@@ -15,6 +15,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.svg import control
 from ansible_collections.aicluster.infra.plugins.module_utils.report.compare import MOVED_ROWS
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import (
     cover_rows, criteria, failing_checks, report_title, results_table, test_plan, version_matrix)
+from ansible_collections.aicluster.infra.plugins.module_utils.report.inventory import node_inventory
 from ansible_collections.aicluster.infra.plugins.module_utils.report.problems import (
     check_states, physical_problems, problem_counts)
 
@@ -81,6 +82,22 @@ def _inventory_lines(doc):
     return lines
 
 
+def _node_inventory_markdown(doc):
+    """Per node: system, GPU serials and VBIOS, HCA PSID and firmware, Slurm; odd values marked (every node up to 64,
+    else the odd ones)."""
+    table = node_inventory(doc)
+    if not table['rows']:
+        return []
+    out = ['### Per-node inventory', '',
+           '%d of %d nodes reported; %d with a value other than the fleet\'s (**bold**, marked !).%s' % (
+               table['reported'], table['total'], table['odd'], '' if table['shown_all'] else ' Only those are listed.'),
+           '', '| %s |' % ' | '.join(table['columns']), '|%s' % ('---|' * len(table['columns']))]
+    for row in table['rows']:
+        out.append('| %s |' % ' | '.join('**! %s**' % _md(cell['text']) if cell['odd'] else _md(cell['text'])
+                                         for cell in row['cells']))
+    return out + ['']
+
+
 def summary_markdown(doc, comparison=None, cover=None):
     run = doc.get('run') or {}
     summary = doc.get('summary') or {}
@@ -90,7 +107,7 @@ def summary_markdown(doc, comparison=None, cover=None):
         summary.get('drained', '?'), '; %s cluster-level failures, for which no node is drained' % summary['cluster_failed']
         if summary.get('cluster_failed') else ''))
     out += ['', '| | |', '|---|---|'] + ['| %s | %s |' % (label, _md(value)) for label, value in cover_rows(doc, cover)] + ['']
-    out += ['## Cluster and hardware inventory', ''] + _inventory_lines(doc) + ['']
+    out += ['## Cluster and hardware inventory', ''] + _inventory_lines(doc) + [''] + _node_inventory_markdown(doc)
     matrix = version_matrix(doc)
     out += ['## Software and firmware versions', '', '| component | fleet value | nodes | odd ones out |', '|---|---|---|---|']
     for component in matrix['components']:

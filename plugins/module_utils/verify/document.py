@@ -14,12 +14,26 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify import resu
 AREAS_RAN = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl')
 
 
-def versions(node_facts, raw):
-    """What a node runs (the report's version matrix): OS and kernel from its facts, the rest from its raw results."""
+# what scontrol prints for a node whose slurmd never registered
+_NO_SLURM_VERSION = ('', '(null)', 'n/a')
+
+
+def _raw_infos(raw):
+    return ((raw.get('gpu') or {}).get('gpu_info') or {}), ((raw.get('ib_info') or {}).get('ib_info') or {})
+
+
+def slurm_version(slurm_node):
+    """The Slurm version a node's slurmd registered with (``Version=`` of its ``scontrol show node`` entry), or None."""
+    version = str((slurm_node or {}).get('Version') or '').strip()
+    return None if version.lower() in _NO_SLURM_VERSION else version
+
+
+def versions(node_facts, raw, slurm_node=None):
+    """What a node runs (the report's version matrix): OS and kernel from its facts, Slurm from its ``scontrol show
+    node`` entry (``slurm_node``; None: Slurm not read), the rest from its raw results."""
     if not node_facts:
         return {}
-    gpu_info = (raw.get('gpu') or {}).get('gpu_info') or {}
-    ib_info = (raw.get('ib_info') or {}).get('ib_info') or {}
+    gpu_info, ib_info = _raw_infos(raw)
     gpus = gpu_info.get('gpus') or []
     return {
         'os': node_facts.get('os'), 'kernel': node_facts.get('kernel'),
@@ -27,6 +41,26 @@ def versions(node_facts, raw):
         'gpu_model': gpus[0].get('name') if gpus else None, 'gpu_count': gpu_info.get('count'),
         'ofed': ib_info.get('ofed_version'),
         'hca_firmware': dict((ca.get('name'), ca.get('firmware_version')) for ca in ib_info.get('hcas') or []),
+        'slurm': slurm_version(slurm_node),
+    }
+
+
+def inventory(raw):
+    """What a node is made of, by serial number and firmware (results.json ``nodes.<node>.inventory``), from its raw
+    results: the system's DMI identity and each GPU's serial and VBIOS (gpu_info), each HCA's PSID and firmware
+    (ib_info). ``{}`` when neither was read."""
+    gpu_info, ib_info = _raw_infos(raw)
+    if not gpu_info and not ib_info:
+        return {}
+    system = gpu_info.get('system')
+    return {
+        'system': dict((key, system.get(key)) for key in ('vendor', 'product', 'serial')) if isinstance(system, dict) else None,
+        'gpus': [{'index': gpu.get('index'), 'uuid': gpu.get('uuid'), 'serial': gpu.get('serial'),
+                  'vbios': gpu.get('vbios_version'), 'board_part_number': gpu.get('board_part_number')}
+                 for gpu in gpu_info.get('gpus') or []],
+        'hcas': [{'name': ca.get('name'), 'ca_type': ca.get('ca_type'), 'psid': ca.get('board_id'),
+                  'firmware': ca.get('firmware_version')}
+                 for ca in ib_info.get('hcas') or []],
     }
 
 
@@ -110,8 +144,13 @@ def plan_gate(variables, slurm_nodes, expected):
     outcomes = gate.outcomes_of(variables)
     nodes = list(expected.get('nodes') or [])
     facts = expected.get('facts') or {}
+    by_name = dict((entry.get('NodeName'), entry) for entry in slurm_nodes or [])
+    names = expected.get('slurm_names') or {}
     collected = gate.collect(nodes, outcomes, versions=dict(
-        (node, versions(facts.get(node), gate.raw_of(node, outcomes))) for node in nodes))
+        (node, versions(facts.get(node), gate.raw_of(node, outcomes), by_name.get(names.get(node) or node)))
+        for node in nodes))
+    for node in nodes:
+        collected[node]['inventory'] = inventory(collected[node]['raw'])
     first = expected.get('first') or (nodes[0] if nodes else None)
     actions = None
     max_fraction = expected.get('max_drain_fraction')

@@ -92,6 +92,26 @@ def _problems_in_result(where, result):
     return problems
 
 
+def _problems_in_inventory(where, inventory):
+    """An optional ``nodes.<node>.inventory`` (documents written before it existed have none): an object whose
+    ``system`` is an object or null, ``gpus`` a list of objects with an ``index``, ``hcas`` a list of objects with a
+    ``name``."""
+    if not isinstance(inventory, dict):
+        return ['%s: not an object' % where]
+    problems = []
+    if inventory.get('system') is not None and not isinstance(inventory['system'], dict):
+        problems.append('%s.system: not an object or null' % where)
+    for key, identity in (('gpus', 'index'), ('hcas', 'name')):
+        items = inventory.get(key, [])
+        if not isinstance(items, list):
+            problems.append('%s.%s: not a list' % (where, key))
+            continue
+        for index, item in enumerate(items):
+            if not isinstance(item, dict) or identity not in item:
+                problems.append('%s.%s[%d]: not an object with %r' % (where, key, index, identity))
+    return problems
+
+
 def validate_results(doc):
     """Problems with a results document, as sentences; an empty list means it is valid."""
     if not isinstance(doc, dict):
@@ -136,6 +156,8 @@ def validate_results(doc):
                 problems.append('nodes.%s.results[%d]: not an object' % (name, index))
                 continue
             problems.extend(_problems_in_result('nodes.%s.results[%d]' % (name, index), result))
+        if 'inventory' in node:
+            problems.extend(_problems_in_inventory('nodes.%s.inventory' % name, node['inventory']))
         expected = all(r.get('passed') for r in results if isinstance(r, dict))
         if node.get('passed') is not expected:
             problems.append('nodes.%s.passed is %r but its results say %r' % (name, node.get('passed'), expected))

@@ -9,7 +9,8 @@ order does not change when a GPU drops out later.
 
 Derived identifiers (host index ``h``, slot ``s``): UUID
 ``GPU-4857534d-hhhh-4000-8000-0000000000ss`` (hex), serial ``1654<hhhh><ss>0``
-in decimal (13 digits), board id ``0x<bus>00``, module id ``s + 1``.
+in decimal (13 digits), board id ``0x<bus>00``, module id ``s + 1``. VBIOS: the architecture's (``VBIOS``) unless
+a ``vbios GPU VERSION`` fault says otherwise.
 """
 from hwsim import faults as fault_kinds
 
@@ -64,6 +65,8 @@ class GpuView(object):
         self.architecture = architecture(self.name)
         self.uuid = uuid(host_model.index, self.slot)
         self.serial = serial(host_model.index, self.slot)
+        reflashed = [fault['args']['version'] for fault in fault_kinds.of_kind(faults, 'vbios') if fault['args']['gpu'] == self.slot]
+        self.vbios = reflashed[-1] if reflashed else VBIOS[self.architecture]
         self.pci_bus_id = device['pci_bus_id']
         self.numa_node = device['numa_node']
         self.cpu_list = device['cpu_list']

@@ -159,6 +159,9 @@ def test_merge_with_topology_health_minor_and_cuda():
         'clock_events': None,
         'fabric_state': None,
         'fabric_status': None,
+        'serial': None,
+        'vbios_version': None,
+        'board_part_number': None,
     }
     # no /proc minor: the index stands in
     assert gpu1['minor_number'] == 1 and gpu1['device_file'] == '/dev/nvidia1'
@@ -247,3 +250,19 @@ def test_merge_conditions_and_model_by_device_id():
     assert (gpu['power_limit_w'], gpu['power_default_limit_w']) == (250.0, 350.0)
     assert (gpu['pcie_gen_current'], gpu['pcie_gen_max'], gpu['pcie_width_current'], gpu['pcie_width_max']) == (1, 5, 8, 16)
     assert gpu['clock_events'] == ['gpu_idle'] and gpu['fabric_state'] is None
+
+
+def test_identities_from_q_by_bus_id():
+    """Serial, VBIOS and board part number of a parsed -q reach the GPU with the same bus id, however it is spelled."""
+    q_result = {'gpus': [
+        {'pci_bus_id': '00000000:2A:00.0', 'serial': '1654522012780', 'vbios_version': '96.00.74.00.01',
+         'board_part_number': '692-2G520-0200-000'},
+        {'pci_bus_id': None, 'serial': 'lost'}]}
+    identities = gpu_facts.gpu_identities(q_result)
+    assert identities == {'0000:2a:00.0': {'serial': '1654522012780', 'vbios_version': '96.00.74.00.01',
+                                           'board_part_number': '692-2G520-0200-000'}}
+    assert gpu_facts.gpu_identities(None) == {}
+    rows = parse_query_gpu_csv(BASE_CSV, fields=list(gpu_facts.BASE_FIELDS))
+    rows[1]['pci.bus_id'] = '0000:2a:00.0'
+    gpus = gpu_facts.merge_gpu_facts(rows, identities=identities)['gpus']
+    assert [(gpu['serial'], gpu['vbios_version']) for gpu in gpus] == [(None, None), ('1654522012780', '96.00.74.00.01')]

@@ -208,6 +208,10 @@ def test_q_real_h100():
     assert first['pci_bus_id'] == '00000000:53:00.0'
     assert first['product_name'] == 'NVIDIA H100 80GB HBM3'
     assert first['uuid'] == 'GPU-566e6f65-c38e-b12f-4824-6944218668b9'
+    assert (first['serial'], first['vbios_version'], first['board_part_number']) == (
+        '1655022005478', '96.00.74.00.01', '692-2G520-0200-000')
+    assert len(set(gpu['serial'] for gpu in result['gpus'])) == 8
+    assert set(gpu['vbios_version'] for gpu in result['gpus']) == set(['96.00.74.00.01'])
     assert first['minor_number'] == 0
     assert first['persistence_mode'] == 'Enabled'
     assert first['ecc']['volatile']['uncorrectable'] == 0
@@ -234,6 +238,7 @@ def test_q_real_page_retirement_subset():
     for gpu in result['gpus']:
         assert gpu['retired_pages'] == {'single_bit': 0, 'double_bit': 0, 'pending': False}
         assert gpu['product_name'] is None and gpu['remapped_rows'] is None
+        assert gpu['serial'] is None and gpu['vbios_version'] is None and gpu['board_part_number'] is None
 
 
 def test_q_handmade_remap_pending():
@@ -260,8 +265,19 @@ def test_q_old_single_double_bit_layout_and_errors():
     result = parse_nvidia_smi_q(text)
     gpu = result['gpus'][0]
     assert gpu['ecc']['volatile']['correctable'] == 3 and gpu['ecc']['volatile']['uncorrectable'] == 1
+    assert gpu['serial'] is None
     assert gpu['retired_pages'] == {'single_bit': 2, 'double_bit': 1, 'pending': True}
     assert result['errors'] == ['Unable to determine the device handle for GPU 0000:86:00.0: Unknown Error']
+
+
+def test_q_identity_not_available():
+    # a consumer board prints no serial; a section whose key has children is not a value
+    text = ('==============NVSMI LOG==============\n\nDriver Version                            : 535.183.01\n'
+            'GPU 00000000:01:00.0\n    Product Name                          : NVIDIA GeForce RTX 4090\n'
+            '    Serial Number                         : N/A\n    VBIOS Version                         : 95.02.18.80.5F\n'
+            '    Board Part Number\n        Current                           : 900-1G136-2530-000\n')
+    gpu = parse_nvidia_smi_q(text)['gpus'][0]
+    assert (gpu['serial'], gpu['vbios_version'], gpu['board_part_number']) == (None, '95.02.18.80.5F', None)
 
 
 @pytest.mark.parametrize('text', ['', 'hello world\n', 'GPU0\tGPU1\n'], ids=['empty', 'prose', 'topo-header'])

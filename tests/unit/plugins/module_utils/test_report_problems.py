@@ -241,3 +241,25 @@ def test_heatmap_marks_failing_cells_with_a_cross():
     picture = svg.heatmap(['a', 'b'], ['a', 'b'], {(0, 1): ('#d55e00', 'bad', True), (1, 0): ('#0072b2', None)}, 'rail 0')
     assert 'stroke="#fff"' in picture and picture.count('<path') == 2
     assert 'stroke="#fff"' not in svg.heatmap(['a'], ['a'], {(0, 0): ('#0072b2', None)}, 'rail 0')
+
+
+def test_the_node_inventory_table_is_in_the_page_and_the_summary_with_odd_values_marked():
+    from ansible_collections.aicluster.infra.plugins.module_utils.report import html
+    import os
+    from _paths import REPO
+    with open(os.path.join(REPO, html.SHIPPED_TEMPLATE)) as handle:
+        template = handle.read()
+    doc = make_results(4, (('vbios_odd', 'gpu03', 2),))
+    page = html.html_report(doc, template=template)
+    section = page.split('id="inventory"', 1)[1].split('id="gpu"', 1)[0]
+    assert '4 of 4 nodes reported their inventory; 1 with a value other than the fleet' in section
+    assert section.count('<td class="odd">') == 1 and section.count('<tr>') == 5  # the header and 4 nodes
+    text = markdown.summary_markdown(doc)
+    assert '### Per-node inventory' in text and text.count('**! ') == 1
+    # a results.json from before the inventory: said so, no table
+    old = copy.deepcopy(doc)
+    for entry in old['nodes'].values():
+        entry.pop('inventory', None)
+        entry['versions'].pop('slurm', None)
+    assert 'No node reported serial numbers' in html.html_report(old, template=template)
+    assert '### Per-node inventory' not in markdown.summary_markdown(old)

@@ -73,3 +73,21 @@ def test_cluster_results_fail_the_verdict_and_validate():
     old = _doc({'gpu01': _node(GOOD)})
     old['summary'].pop('cluster_failed')
     assert vr.validate_results(old) == []
+
+
+INVENTORY = {'system': {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR', 'serial': 'S501234X4A12345'},
+             'gpus': [{'index': 0, 'uuid': 'GPU-1', 'serial': '1654522012780', 'vbios': '96.00.74.00.01', 'board_part_number': None}],
+             'hcas': [{'name': 'mlx5_0', 'ca_type': 'MT4129', 'psid': 'MT_0000000838', 'firmware': '28.39.1002'}]}
+
+
+def test_inventory_is_optional_and_checked_when_present():
+    # documents written before the inventory have none; an unreachable node's is empty, a node without DMI has no system
+    doc = _doc({'gpu01': _node(GOOD, inventory=INVENTORY), 'gpu02': _node(GOOD), 'gpu03': _node(GOOD, inventory={}),
+                'gpu04': _node(GOOD, inventory=dict(INVENTORY, system=None))})
+    assert vr.validate_results(doc) == []
+    doc = _doc({'gpu01': _node(GOOD, inventory=[]),
+                'gpu02': _node(GOOD, inventory={'system': 'Supermicro', 'gpus': {}, 'hcas': [{'psid': 'MT_0000000838'}, 'mlx5_1']})})
+    assert vr.validate_results(doc) == [
+        'nodes.gpu01.inventory: not an object', 'nodes.gpu02.inventory.system: not an object or null',
+        'nodes.gpu02.inventory.gpus: not a list', "nodes.gpu02.inventory.hcas[0]: not an object with 'name'",
+        "nodes.gpu02.inventory.hcas[1]: not an object with 'name'"]

@@ -47,6 +47,10 @@ def _real_gpus():
     return _gpus_of_q(_q_real())
 
 
+def _real_serials():
+    return re.findall(r'Serial Number\s+: (\S+)', _q_real())
+
+
 def _base_csv():
     return ''.join('%d, %s, %s, %s, %s, 535.183.01, %s, Disabled\n' % (index, name, uuid, bus, total, persistence)
                    for index, (bus, name, uuid, total, persistence) in enumerate(_real_gpus()))
@@ -95,6 +99,18 @@ def no_proc(monkeypatch, tmp_path):
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def dmi(monkeypatch, tmp_path):
+    """A DMI folder as /sys/class/dmi/id has it (never the test machine's own)."""
+    root = tmp_path / 'dmi'
+    root.mkdir()
+    (root / 'sys_vendor').write_text('Supermicro\n')
+    (root / 'product_name').write_text('SYS-821GE-TNHR\n')
+    (root / 'product_serial').write_text('S501234X4A12345\n')
+    monkeypatch.setattr(gpu_info, 'SYSFS_DMI', str(root))
+    return root
+
+
 def test_facts_of_an_8xh100_node(run_module):
     assert len(_real_gpus()) == 8
     result, calls = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi()})
@@ -129,6 +145,11 @@ def test_facts_of_an_8xh100_node(run_module):
     assert (gpu0['pcie_gen_current'], gpu0['pcie_gen_max'], gpu0['pcie_width_current'], gpu0['pcie_width_max']) == (5, 5, 16, 16)
     assert gpu0['clock_events'] == ['gpu_idle']
     assert [(gpu['fabric_state'], gpu['fabric_status']) for gpu in result['gpus']] == [('Completed', 'Success')] * 8
+    # the inventory, from the same -q: serials as the real capture prints them, one VBIOS, and the node's DMI
+    assert (gpu0['serial'], gpu0['vbios_version'], gpu0['board_part_number']) == (
+        '1655022005478', '96.00.74.00.01', '692-2G520-0200-000')
+    assert [gpu['serial'] for gpu in result['gpus']] == _real_serials()
+    assert result['system'] == {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR', 'serial': 'S501234X4A12345'}
 
 
 def test_conditions_fall_back_to_the_throttle_reason_names(run_module):
@@ -197,6 +218,7 @@ def test_cuda_version_best_effort(run_module):
     result, dummy = run_module(gpu_info, {}, {'nvidia-smi': nvidia_smi(q=(9, '', 'Unable to determine the device handle\n'))})
     assert 'failed' not in result and result['cuda_version'] is None
     assert any('CUDA version' in warning for warning in result['warnings'])
+    assert set((gpu['serial'], gpu['vbios_version']) for gpu in result['gpus']) == set([(None, None)])
 
 
 def test_nvidia_smi_missing(run_module):
@@ -219,6 +241,7 @@ def test_without_details_three_runs_fewer_and_the_same_gpus(run_module):
     gpu0 = result['gpus'][0]
     assert gpu0['ecc_enabled'] is None and gpu0['remapped_rows_pending'] is None and gpu0['fabric_state'] is None
     assert gpu0['pci_device_id'] is None and gpu0['power_limit_w'] is None and gpu0['clock_events'] is None
+    assert gpu0['serial'] is None and gpu0['vbios_version'] is None and result['system'] is None
     keep = ('index', 'name', 'type', 'pci_bus_id', 'device_file', 'cpus', 'cpu_affinity', 'numa_node', 'nearest_nic',
             'mig_enabled', 'mig_devices', 'minor_number', 'uuid')
     assert [{key: gpu[key] for key in keep} for gpu in result['gpus']] == [{key: gpu[key] for key in keep} for gpu in full['gpus']]
@@ -261,3 +284,13 @@ def test_cpu_topology_read_from_sysfs(tmp_path):
         {'cpu': 0, 'package': 0, 'core': 0}, {'cpu': 1, 'package': 1, 'core': 0},
         {'cpu': 2, 'package': 0, 'core': 1}, {'cpu': 3, 'package': 1, 'core': 1}]
     assert gpu_info.read_cpu_topology(str(tmp_path / 'missing')) is None
+
+
+def test_system_identity_read_from_dmi(dmi):
+    assert gpu_info.read_system_identity() == {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR', 'serial': 'S501234X4A12345'}
+    # the serial is root's (mode 0400): unreadable or absent, it is null and the others stay; an empty file too
+    (dmi / 'product_serial').unlink()
+    (dmi / 'product_name').write_text('\n')
+    assert gpu_info.read_system_identity(str(dmi)) == {'vendor': 'Supermicro', 'product': None, 'serial': None}
+    # no DMI at all (some ARM servers, containers without sysfs)
+    assert gpu_info.read_system_identity(str(dmi / 'missing')) is None

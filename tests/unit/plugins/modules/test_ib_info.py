@@ -172,7 +172,19 @@ def test_ibv_devinfo_adds_active_and_max_mtu(run_module):
     assert ['/usr/bin/ibv_devinfo'] in calls
     assert (_port(result, 'mlx5_0')['active_mtu'], _port(result, 'mlx5_0')['max_mtu']) == (4096, 4096)
     assert _port(result, 'mlx5_1')['active_mtu'] == 1024
-    # a port ibv_devinfo did not print, and a node without ibv_devinfo: null, not a failure
-    assert _port(result, 'mlx5_3')['active_mtu'] is None
+    # the PSID of each adapter ibv_devinfo printed
+    board_ids = dict((hca['name'], hca['board_id']) for hca in result['hcas'])
+    assert [board_ids[name] for name in ('mlx5_0', 'mlx5_1', 'mlx5_2')] == ['MT_0000000838'] * 3
+    # an adapter or port ibv_devinfo did not print, and a node without ibv_devinfo: null, not a failure
+    assert _port(result, 'mlx5_3')['active_mtu'] is None and board_ids['mlx5_3'] is None
     result, dummy = run_module(ib_info, {}, {'ibstat': (0, _real('ROCE'), '')})
     assert _port(result, 'mlx5_0')['active_mtu'] is None and 'failed' not in result
+    assert set(hca['board_id'] for hca in result['hcas']) == set([None])
+
+
+def test_ibv_devinfo_board_id_of_a_real_capture(run_module):
+    result, dummy = run_module(ib_info, {}, {
+        'ibstat': (0, real_fixture('ibstat/kaust-ibex-cx6-hdr100-rate100.txt'), ''),
+        'ibv_devinfo': (0, real_fixture('ibv_devinfo/kaust-ibex-cx6-hdr100-rdma-core-tabs.txt'), '')})
+    assert [(hca['name'], hca['firmware_version'], hca['board_id']) for hca in result['hcas']] == [
+        ('mlx5_0', '20.35.1012', 'MT_0000000222')]

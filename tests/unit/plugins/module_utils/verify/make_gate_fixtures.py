@@ -12,7 +12,8 @@ fabric_info, dcgm_diag, slurm_node_info) run through their main() with
 run_command answered by hwsim, and the commands the roles run (nvidia-smi
 nvlink, dmesg, all_reduce_perf single-node and through the srun rank
 environment, ib_write_bw & co. as a real server/client pair over TCP).
-What hwsim cannot produce (ping, ``ip -j -d addr show`` as lab.py's rail networks give it, ofed_info, scontrol's text, an srun launch
+What hwsim cannot produce (ping, ``ip -j -d addr show`` as lab.py's rail networks give it, ofed_info, scontrol's text,
+the node's DMI identity (``/sys/class/dmi/id``, which gpu_info reads), an srun launch
 failure, some counters) is written here and named in the case's description.
 Deterministic: hwsim's pids and clocks are pinned.
 """
@@ -62,6 +63,8 @@ ROLES = ('verify_ib', 'verify_perftest', 'verify_gpu', 'verify_nccl', 'verify_ga
 RUN = {'started': '2026-01-01T00:00:00Z', 'finished': '2026-01-01T00:10:00Z',
        'inventory': 'inventories/fixture/hosts.yml', 'collection_version': '0.1.0'}
 FACTS = {'os': 'Debian 12.8', 'kernel': '6.1.0-28-amd64'}
+# /sys/class/dmi/id of a node of each profile (sys_vendor, product_name); product_serial is S50123<host index>A
+DMI = {'hgx-a100-ib': ('Supermicro', 'AS-4124GO-NART+'), 'default': ('Supermicro', 'SYS-821GE-TNHR')}
 OFED = 'MLNX_OFED_LINUX-24.10-1.1.4.0'
 
 # As molecule/verify/molecule.yml sets them for the lab (hwsim hgx-h100-ib), kept small.
@@ -84,7 +87,7 @@ MOLECULE_VARS = {
 
 
 # ---------------------------------------------------------------------------
-# determinism: hwsim prints pids and seeds QP numbers with the clock
+# determinism: hwsim prints pids, seeds QP numbers with the clock and stamps the kernel log with it
 # ---------------------------------------------------------------------------
 
 def _pin_hwsim():
@@ -96,6 +99,11 @@ def _pin_hwsim():
     clock = types.SimpleNamespace(**dict((name, getattr(time, name)) for name in dir(time) if not name.startswith('_')))
     clock.time_ns = lambda: 1767225600000000000
     hwsim_perftest.time = clock
+    # dmesg's boot time and the Xid faults' stamps follow the clock: the same stamps on every regeneration
+    stopped = types.SimpleNamespace(**dict((name, getattr(time, name)) for name in dir(time) if not name.startswith('_')))
+    stopped.time = lambda: 1767225600.0
+    for name in ('hwsim.faults', 'hwsim.tools.kernel'):
+        __import__(name, fromlist=['time']).time = stopped
     for name in ('ibstat', 'iblinkinfo'):
         module = __import__('hwsim.tools.' + name, fromlist=[name])
         if hasattr(module, 'pid'):
@@ -120,6 +128,17 @@ def hwsim_tool(lab, host, environ=None):
         rc = cli.main([os.path.basename(argv[0])] + list(argv[1:]), environ=env, stdout=out, stderr=err)
         return rc, out.getvalue(), err.getvalue()
     return run
+
+
+def dmi_folder(tmp, profile, host_index):
+    """A /sys/class/dmi/id for gpu_info to read: the profile's vendor and product, a serial of the host's own."""
+    folder = os.path.join(tmp, 'dmi%d' % host_index)
+    os.makedirs(folder, exist_ok=True)
+    vendor, product = DMI.get(profile, DMI['default'])
+    for name, value in (('sys_vendor', vendor), ('product_name', product), ('product_serial', 'S50123%04dA' % host_index)):
+        with open(os.path.join(folder, name), 'w', encoding='utf-8') as handle:
+            handle.write(value + '\n')
+    return folder
 
 
 def command(lab, host, argv, environ=None):
@@ -298,6 +317,7 @@ def observe(name, spec):
             observed = {'facts': dict(FACTS)}
             observed['ib_info'] = run_module(ib_info, {}, ib_tools)
             observed['links'] = ip_links(profile, hosts.index(host) + 1)
+            gpu_info.SYSFS_DMI = dmi_folder(tmp, profile, hosts.index(host) + 1)
             observed['gpu_info'] = run_module(gpu_info, {'topology': False}, gpu_tools)
             observed['nvlink_status'] = command(lab, host, ['nvidia-smi', 'nvlink', '-s'])
             observed['nvlink_errors_before'] = command(lab, host, ['nvidia-smi', 'nvlink', '-e'])
@@ -526,10 +546,11 @@ CASES = {
                        'the management network is at 1500 and never pinged). Proves the fleet majority checks name each odd one '
                        'out, ib.link_layer, fabric.link_speed and ib.port_rate fail on gpu04, net.mtu fails on gpu02\'s eight rails '
                        '(and on gpu03 mlx5_9, now an Ethernet port whose interface is at the IPoIB MTU), net.rdma_mtu fails on gpu04 mlx5_7 '
-                       '(active_mtu 1024, an edit: hwsim reports 4096), and mode fail drains nothing.',
+                       '(active_mtu 1024, an edit: hwsim reports 4096), and mode fail drains nothing. gpu01 GPU 3 '
+                       'reports another VBIOS (hwsim vbios 3 96.00.99.00.01): the inventory\'s odd one out, no check.',
         'nodes': 5,
         'vars': {'verify_gate_on_failure': 'fail', 'verify_ib_mtu': 9000},
-        'faults': [('gpu04', ['link-speed', 'mlx5_6', '53.125'])],
+        'faults': [('gpu04', ['link-speed', 'mlx5_6', '53.125']), ('gpu01', ['vbios', '3', '96.00.99.00.01'])],
         'ofed': {'gpu02': 'MLNX_OFED_LINUX-23.10-1.1.9.0'},
         'path_mtu': {'gpu02': 1500},
         'edits': [set_firmware('gpu01', 'mlx5_5', '28.40.1000'), set_gpu_info('gpu03', driver_version='550.127.05'),

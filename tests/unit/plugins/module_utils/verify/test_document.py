@@ -65,8 +65,56 @@ def test_versions_from_facts_and_raw():
            'ib_info': {'ib_info': {'ofed_version': 'OFED-24.04', 'hcas': [{'name': 'mlx5_0', 'firmware_version': '28.39.1002'}]}}}
     assert document.versions({'os': 'Ubuntu 22.04', 'kernel': '5.15'}, raw) == {
         'os': 'Ubuntu 22.04', 'kernel': '5.15', 'driver': '535.183.01', 'cuda': '12.2', 'gpu_model': 'NVIDIA H100 80GB HBM3',
-        'gpu_count': 8, 'ofed': 'OFED-24.04', 'hca_firmware': {'mlx5_0': '28.39.1002'}}
+        'gpu_count': 8, 'ofed': 'OFED-24.04', 'hca_firmware': {'mlx5_0': '28.39.1002'}, 'slurm': None}
     assert document.versions(None, raw) == {}
+    # Slurm: the version the node's slurmd registered with (scontrol show node Version=)
+    assert document.versions({'os': 'Ubuntu 22.04'}, {}, {'NodeName': 'a', 'Version': '22.05.8'})['slurm'] == '22.05.8'
+    assert document.versions({'os': 'Ubuntu 22.04'}, {}, {'NodeName': 'a', 'Version': '(null)'})['slurm'] is None
+
+
+GPU_INFO = {'driver_version': '535.183.01', 'count': 2,
+            'system': {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR', 'serial': 'S501234X4A12345'},
+            'gpus': [{'index': 0, 'name': 'NVIDIA H100 80GB HBM3', 'uuid': 'GPU-0', 'serial': '1654000001000',
+                      'vbios_version': '96.00.74.00.01', 'board_part_number': '692-2G520-0200-000'},
+                     {'index': 1, 'name': 'NVIDIA H100 80GB HBM3', 'uuid': 'GPU-1', 'serial': None,
+                      'vbios_version': '96.00.74.00.01', 'board_part_number': None}]}
+IB_INFO = {'ofed_version': None, 'hcas': [{'name': 'mlx5_0', 'ca_type': 'MT4129', 'firmware_version': '28.39.1002',
+                                           'board_id': 'MT_0000000838', 'ports': []},
+                                          {'name': 'mlx5_1', 'ca_type': 'MT4129', 'firmware_version': '28.39.1002'}]}
+
+
+def test_inventory_from_raw():
+    raw = {'gpu': {'gpu_info': GPU_INFO}, 'ib_info': {'ib_info': IB_INFO}}
+    assert document.inventory(raw) == {
+        'system': {'vendor': 'Supermicro', 'product': 'SYS-821GE-TNHR', 'serial': 'S501234X4A12345'},
+        'gpus': [{'index': 0, 'uuid': 'GPU-0', 'serial': '1654000001000', 'vbios': '96.00.74.00.01',
+                  'board_part_number': '692-2G520-0200-000'},
+                 {'index': 1, 'uuid': 'GPU-1', 'serial': None, 'vbios': '96.00.74.00.01', 'board_part_number': None}],
+        'hcas': [{'name': 'mlx5_0', 'ca_type': 'MT4129', 'psid': 'MT_0000000838', 'firmware': '28.39.1002'},
+                 {'name': 'mlx5_1', 'ca_type': 'MT4129', 'psid': None, 'firmware': '28.39.1002'}]}
+    # only the HCAs read (verify_gpu did not run); gpu_info failed and ib_info not read; nothing read at all
+    assert document.inventory({'ib_info': {'ib_info': IB_INFO}})['system'] is None
+    assert document.inventory({'ib_info': {'ib_info': IB_INFO}})['gpus'] == []
+    assert document.inventory({'gpu': {'gpu_info': {}}, 'ib_info': {'ib_info': None}}) == {}
+    assert document.inventory({}) == {}
+
+
+def test_plan_gate_carries_inventory_and_slurm_version():
+    outcomes = {'gpu': {'nodes': {'a': [_ok()], 'b': [_ok()]}, 'raw': {'a': {'gpu_info': GPU_INFO}}},
+                'ib': {'nodes': {'a': [], 'b': []}, 'raw': {'a': {'ib_info': IB_INFO}, 'b': {'ib_info': None}}}}
+    slurm = [{'NodeName': 'node-a', 'State': 'IDLE', 'Version': '22.05.8'}, {'NodeName': 'b', 'State': 'IDLE'}]
+    plan = document.plan_gate(_variables(outcomes), slurm, {
+        'nodes': ['a', 'b'], 'mode': 'drain', 'slurm_names': {'a': 'node-a'},
+        'facts': {'a': {'os': 'Debian 12', 'kernel': '6.1'}, 'b': {'os': 'Debian 12', 'kernel': '6.1'}}})
+    assert plan['nodes']['a']['versions']['slurm'] == '22.05.8' and plan['nodes']['b']['versions']['slurm'] is None
+    assert [gpu['serial'] for gpu in plan['nodes']['a']['inventory']['gpus']] == ['1654000001000', None]
+    assert [hca['psid'] for hca in plan['nodes']['a']['inventory']['hcas']] == ['MT_0000000838', None]
+    assert plan['nodes']['b']['inventory'] == {}
+    doc = document.document(plan, RUN)
+    assert validate_results(doc) == [] and doc['nodes']['a']['inventory']['system']['serial'] == 'S501234X4A12345'
+    # without Slurm: no version
+    plan = document.plan_gate(_variables(outcomes), None, {'nodes': ['a'], 'mode': 'report', 'facts': {'a': {'os': 'Debian 12'}}})
+    assert plan['nodes']['a']['versions']['slurm'] is None
 
 
 def test_plan_gate_document_and_table():
