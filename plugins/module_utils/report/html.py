@@ -277,16 +277,19 @@ def _gpu(doc):
             'rows': [{'node': row['node'], 'cells': [dict(cell) for cell in row['cells']]} for row in rows] if ran else []}
 
 
+def _problem_entry(problem):
+    rows = [{'node': row['node'], 'check': row['check'], 'subject': row['subject'],
+             'measured': fmt(row['measured'], row['unit']), 'threshold': fmt(row['threshold'], row['unit'])}
+            for row in problem['rows']]
+    return {'kind': problem['kind'], 'title': problem['title'], 'blamed': problem['blamed'], 'ends': list(problem['ends']),
+            'action': problem['action'], 'rows': rows}
+
+
 def _problems(doc):
     found = physical_problems(failing_checks(doc))
     return {
         'counts': problem_counts(found),
-        'entries': [{'kind': problem['kind'], 'title': problem['title'], 'blamed': problem['blamed'], 'ends': list(problem['ends']),
-                   'action': problem['action'],
-                   'rows': [{'node': row['node'], 'check': row['check'], 'subject': row['subject'],
-                             'measured': fmt(row['measured'], row['unit']), 'threshold': fmt(row['threshold'], row['unit'])}
-                            for row in problem['rows']]}
-                  for problem in found[:FAILURE_ROWS]],
+        'entries': [_problem_entry(problem) for problem in found[:FAILURE_ROWS]],
         'more': max(0, len(found) - FAILURE_ROWS),
     }
 

@@ -122,8 +122,8 @@ def summary_markdown(doc, comparison=None, cover=None):
             'Every check of the run with its threshold in this run, the default and where the default comes from.', '',
             '| check | criterion | threshold (this run) | default | source |', '|---|---|---|---|---|']
     for row in criteria(doc):
-        out.append('| `%s` | %s | %s | %s | %s |' % (_code(row['check']), _ours(row['what']), _md(row['threshold']),
-                                                    _ours(row['default']), _ours(row['source'])))
+        cells = (_code(row['check']), _ours(row['what']), _md(row['threshold']), _ours(row['default']), _ours(row['source']))
+        out.append('| `%s` | %s | %s | %s | %s |' % cells)
     out += [''] + _coverage_markdown(doc)
     out += ['', '## Results', '',
             'Baseline is the acceptance threshold; deviation is the median (and the worst node) against it.', '',
@@ -164,9 +164,9 @@ def _problems_markdown(problems):
         out.append('%d. **%s**' % (number, _md(problem['title'])))
         out.append('   - at fault: %s%s' % (_md(problem['blamed']), '; other end: %s' % _md(', '.join(problem['ends']))
                                             if problem['ends'] else ''))
-        out.append('   - failed: %s' % '; '.join('`%s` %s %s' % (_code(row['check']), _md(row['subject']),
-                                                                  _md(fmt(row['measured'], row['unit'])))
-                                                 for row in problem['rows']))
+        failed = ['`%s` %s %s' % (_code(row['check']), _md(row['subject']), _md(fmt(row['measured'], row['unit'])))
+                  for row in problem['rows']]
+        out.append('   - failed: %s' % '; '.join(failed))
         out.append('   - next: %s' % _md(problem['action']))
     return out
 
@@ -181,8 +181,8 @@ def _coverage_markdown(doc):
         counts = row['counts']
         why = '; '.join('%s on `%s`: %s' % (state, _code(hostlist(members)), _md(reason))
                         for state, reason, members in row['reasons'])
-        out.append('| `%s` | %d | %d | %d | %d | %s |' % (_code(row['check']), counts['passed'], counts['failed'],
-                                                        counts['skipped'], counts['not tested'], why or '-'))
+        cells = (_code(row['check']), counts['passed'], counts['failed'], counts['skipped'], counts['not tested'], why or '-')
+        out.append('| `%s` | %d | %d | %d | %d | %s |' % cells)
     if states['not_run']:
         out += ['', 'Areas not run in this run: %s.' % _md(', '.join(states['not_run']))]
     return out

@@ -192,9 +192,8 @@ def physical_problems(failing):
         kind, node, part = key
         rows = groups[key]
         lead = _lead(rows, PORT_LEAD if kind == 'port' else GPU_LEAD if kind in ('gpu', 'gpus') else ())
-        rows = [lead] + [row for row in sorted(rows, key=lambda row: (check_order(row['check']), hostlist_sort_key(row['node']),
-                                                                     str(row.get('subject'))))
-                         if row is not lead]
+        ordered = sorted(rows, key=lambda row: (check_order(row['check']), hostlist_sort_key(row['node']), str(row.get('subject'))))
+        rows = [lead] + [row for row in ordered if row is not lead]
         blamed, others = _ends(kind, node, part, rows) if kind not in ('cluster',) else (str(lead.get('subject')), [])
         problems.append({
             'kind': kind, 'node': node, 'blamed': blamed, 'ends': others, 'lead': lead['check'],

@@ -220,6 +220,7 @@ def test_heatmap_without_parameters_falls_back_to_the_pairs_thresholds():
     del doc['run']['parameters']['perftest_fraction'], doc['run']['parameters']['perftest_bidirectional']
     assert perftest.heatmap_matrix(doc, 0)['threshold_fraction'] == pytest.approx(0.9)  # threshold / line rate
     # the heatmaps are the same; the test plan shows the parameters the document has
+
     def section(text):
         return text.split('id="perftest"', 1)[1].split('id="fabric"', 1)[0]
     assert section(html.html_report(doc, template=TEMPLATE)) == section(html.html_report(CLEAN, template=TEMPLATE))

@@ -82,7 +82,7 @@ def test_the_gates_blame_format_names_every_partner():
 def test_the_blamed_end_fails_and_its_partner_is_neutral_in_the_hca_bars():
     # two nodes: the healthy partner's only pair is the bad one, so its median is low too
     doc = make_results(2, (('link_width', 'gpu02', 3),))
-    bars = dict(((bar['node'], bar['hca']), bar) for bar in perftest.hca_bars(doc)['bars'])
+    bars = dict(((entry['node'], entry['hca']), entry) for entry in perftest.hca_bars(doc)['bars'])
     assert bars[('gpu02', 'mlx5_3')]['state'] == 'fail' and not bars[('gpu02', 'mlx5_3')]['passed']
     assert bars[('gpu01', 'mlx5_3')]['state'] == 'partner' and bars[('gpu01', 'mlx5_3')]['passed']
     assert bars[('gpu01', 'mlx5_0')]['state'] == 'pass'
