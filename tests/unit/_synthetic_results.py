@@ -123,6 +123,15 @@ def _inventory(number, versions, fault, name, hcas, gpus):
     }
 
 
+def nccl_rows(busbw, half=64 << 20):
+    """nccl-tests rows from 8 B to 8 GiB (each size four times the last) whose bus bandwidth rises to ``busbw`` at
+    8 GiB: size / (size + half) of a peak, as all_reduce_perf's curve rises (no random draw)."""
+    top = float(8 << 30)
+    peak = busbw * (top + half) / top
+    return [{'size': 8 << (2 * step), 'oop_busbw': round(peak * (8 << (2 * step)) / ((8 << (2 * step)) + half), 2),
+             'ip_busbw': None} for step in range(16)]
+
+
 def make_results(count=4, faults=(), seed=2026, hcas=8, gpus=8, max_rounds=8, mode='drain',
                  inventory='inventories/lab', started='2026-11-29T17:00:03Z', finished='2026-11-29T17:06:41Z'):
     rng = random.Random(seed)
@@ -242,7 +251,7 @@ def make_results(count=4, faults=(), seed=2026, hcas=8, gpus=8, max_rounds=8, mo
         node['resumed'] = False
         node['drain_reason'] = vr.drain_reason(failed) if failed else None
         node['slurm_state'] = {'before': 'IDLE', 'after': 'DRAIN' if node['drained'] else 'IDLE', 'reason_before': None}
-        node['raw'] = {}
+        node['raw'] = {'nccl': {'busbw': single[name]['busbw'], 'nccl': {'rows': nccl_rows(single[name]['busbw'])}}}
     multi_busbw = round(min(ordered) * 0.77, 1)
     doc = {
         'schema': vr.SCHEMA,

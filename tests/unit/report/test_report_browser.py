@@ -193,7 +193,7 @@ def test_lab_report_renders_without_errors_with_charts(browse):
     page = browse(html, 'report.html')
     counts = json.loads(page.evaluate(COUNT_SCRIPT))
     assert page.errors() == []
-    assert counts['svgs'] == 10 and counts['heatmaps'] == 8 and counts['bars'] == 2
+    assert counts['svgs'] == 11 and counts['heatmaps'] == 8 and counts['bars'] == 2
     assert counts['rects'] > 0 and counts['paths'] > 0 and counts['drawn']
     assert counts['failing_rows'] == 15
     if not os.path.isdir(OUTPUT):
@@ -202,7 +202,7 @@ def test_lab_report_renders_without_errors_with_charts(browse):
     page.screenshot(shot)
     with open(shot, 'rb') as handle:
         assert handle.read(8) == b'\x89PNG\r\n\x1a\n'
-    # the whole page at 55%: what docs/images/report-example.png is copied from (small enough to commit)
+    # the whole page at 55%, for a quick look (docs/images/report-pdf-*.png are pages of the PDF below)
     page.screenshot(os.path.join(OUTPUT, 'report-lab-4-nodes-overview.png'), scale=0.55)
 
 

@@ -552,7 +552,7 @@ def test_html_is_self_contained():
     for anchor in ('problems', 'comparison', 'failures', 'nccl', 'perftest', 'fabric', 'versions', 'gpu', 'plan', 'signoff',
                    'appendix'):
         assert 'id="%s"' % anchor in text and 'href="#%s"' % anchor in text
-    assert text.count('<svg ') == 8 + 2  # a heatmap per rail, NCCL bars, per-HCA bars
+    assert text.count('<svg ') == 8 + 3  # a heatmap per rail, NCCL bars and curves, per-HCA bars
     assert u'<header class="verdict fail"><h1>\u2717 FAIL</h1>' in text
     assert 'reseat or replace the cable on leaf01-rail3 port 2 / gpu02 mlx5_3' in text
 
@@ -724,7 +724,7 @@ def test_the_html_context_is_plain_data_and_the_charts_markup():
                 markup.append(where)
 
     walk(context, 'context')
-    assert sorted(markup) == sorted(['context.nccl.chart'] + ['context.perftest.tests[0].heatmaps[%d]' % rail for rail in range(8)]
+    assert sorted(markup) == sorted(['context.nccl.chart', 'context.nccl.curves'] + ['context.perftest.tests[0].heatmaps[%d]' % rail for rail in range(8)]
                                     + ['context.perftest.tests[0].hca_chart'])
     with open(os.path.join(REPO, 'docs', 'report.md'), encoding='utf-8') as handle:
         docs = handle.read()
