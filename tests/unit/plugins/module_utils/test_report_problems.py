@@ -266,3 +266,16 @@ def test_the_node_inventory_table_is_in_the_page_and_the_summary_with_odd_values
         entry['versions'].pop('slurm', None)
     assert 'No node reported serial numbers' in html.html_report(old, template=template)
     assert '### Per-node inventory' not in markdown.summary_markdown(old)
+
+
+def test_a_bidirectional_runs_bars_are_drawn_against_twice_the_line_rate():
+    from ansible_collections.aicluster.infra.plugins.module_utils.report import html
+    import os
+    from _paths import REPO
+    with open(os.path.join(REPO, html.SHIPPED_TEMPLATE)) as handle:
+        template = handle.read()
+    doc = copy.deepcopy(FIELD)
+    assert 'line rate 400' in html.html_report(doc, template=template)
+    doc['run']['parameters']['perftest_bidirectional'] = True
+    page = html.html_report(doc, template=template)
+    assert 'twice the line rate 800' in page and '>line rate 400<' not in page
