@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import copy
+import json
 import random
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import results as vr
@@ -130,6 +131,15 @@ def nccl_rows(busbw, half=64 << 20):
     peak = busbw * (top + half) / top
     return [{'size': 8 << (2 * step), 'oop_busbw': round(peak * (8 << (2 * step)) / ((8 << (2 * step)) + half), 2),
              'ip_busbw': None} for step in range(16)]
+
+
+def write_lab_results(tmp_path):
+    """results.json of the 4-node lab fleet with LAB_FAULTS in a run directory under ``tmp_path`` (the module's and
+    the role's tests); returns its path."""
+    path = tmp_path / 'verify-20261129T170003Z' / 'results.json'
+    path.parent.mkdir()
+    path.write_text(json.dumps(make_results(4, LAB_FAULTS)))
+    return path
 
 
 def make_results(count=4, faults=(), seed=2026, hcas=8, gpus=8, max_rounds=8, mode='drain',

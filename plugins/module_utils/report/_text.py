@@ -11,6 +11,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import math
+import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_compress, hostlist_sort_key
@@ -87,6 +88,15 @@ def sort_nodes(names):
 def check_order(check):
     """Sort key: the order of the check records, unknown ids last."""
     return (ORDER.index(check) if check in ORDER else len(ORDER), check)
+
+
+_GPU = re.compile(r'^GPU\s*([^\s:,;()]+)')
+
+
+def gpu_of(subject):
+    """The GPU a subject names: ``GPU 5`` and ``GPU 5 (row remap)`` -> ``'5'``; None when it names none."""
+    match = _GPU.match(str(subject or '').strip())
+    return match.group(1) if match else None
 
 
 def hca_of(subject):

@@ -27,7 +27,7 @@ __metaclass__ = type
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
-    CLUSTER, check_order, fmt, hca_of, node_results, sort_nodes)
+    CLUSTER, check_order, fmt, gpu_of, hca_of, node_results, sort_nodes)
 
 # The check that names a port problem, most telling first: a port that is down explains everything after it.
 PORT_LEAD = ('ib.hca_present', 'ib.port_state', 'fabric.link_width', 'fabric.link_speed', 'ib.port_rate', 'ib.link_layer',
@@ -47,14 +47,6 @@ KIND_TITLES = {'port': 'HCA port and its link', 'gpu': 'GPU', 'gpus': "the node'
 STATES = ('passed', 'failed', 'skipped', 'not tested')
 
 
-def _gpu_index(subject):
-    text = str(subject or '')
-    if text.startswith('GPU '):
-        head = text[4:].split()[0] if text[4:].split() else ''
-        return head if head.isdigit() else None
-    return None
-
-
 def _key(row):
     """The physical thing a failing row is about: (kind, node, part)."""
     node, check, subject = row['node'], str(row.get('check') or ''), row.get('subject')
@@ -68,7 +60,7 @@ def _key(row):
     if area in ('ib', 'fabric', 'perftest', 'net') and subject not in (None, 'node') and hca_of(subject):
         if check != 'net.mtu' or str(hca_of(subject)).startswith(('mlx', 'ib', 'bnxt', 'irdma')):
             return ('port', node, hca_of(subject))
-    gpu = _gpu_index(subject) if area == 'gpu' else None
+    gpu = gpu_of(subject) if area == 'gpu' else None
     if gpu is not None:
         return ('gpu', node, gpu)
     if area == 'gpu':

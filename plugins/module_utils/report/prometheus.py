@@ -38,7 +38,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostl
 from ansible_collections.aicluster.infra.plugins.module_utils.svg import control_free
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import CHECKS
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
-    check_order, hca_of, inventory_name, is_number, sort_nodes)
+    check_order, gpu_of, hca_of, inventory_name, is_number, sort_nodes)
 from ansible_collections.aicluster.infra.plugins.module_utils.report.figures import report_title
 
 PREFIX = 'aicluster_verify_'
@@ -75,7 +75,6 @@ FAMILIES = {
 NODE_FAMILIES = ('node_passed', 'node_drained', 'node_check_passed', 'measured', 'threshold')
 INFO_LABELS = ('cluster', 'inventory', 'site', 'collection_version', 'mode')
 
-_GPU = re.compile(r'^GPU\s*([^\s:,;()]+)')
 _TIME = re.compile(r'^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):(\d{2})(\.\d+)?(Z|[+-]\d{2}:?\d{2})?$')
 
 
@@ -95,8 +94,8 @@ def subject_label(check, subject):
     if str(check).startswith('perftest.'):
         label = hca_of(text)
     else:
-        match = _GPU.match(text)
-        label = 'GPU %s' % match.group(1) if match else (text.split(None, 1)[0] if text else '')
+        gpu = gpu_of(text)
+        label = 'GPU %s' % gpu if gpu is not None else (text.split(None, 1)[0] if text else '')
     return (label or 'node')[:SUBJECT_CHARS]
 
 

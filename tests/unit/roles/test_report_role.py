@@ -9,7 +9,6 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import json
 import os
 import re
 import subprocess
@@ -18,7 +17,7 @@ import sys
 import pytest
 
 from _paths import REPO
-from _synthetic_results import LAB_FAULTS, make_results
+from _synthetic_results import write_lab_results
 
 
 def _run(tmp_path, *args):
@@ -39,10 +38,7 @@ def _recap(output):
 
 @pytest.fixture
 def results(tmp_path):
-    path = tmp_path / 'verify-20261129T170003Z' / 'results.json'
-    path.parent.mkdir()
-    path.write_text(json.dumps(make_results(4, LAB_FAULTS)))
-    return path
+    return write_lab_results(tmp_path)
 
 
 def test_the_role_writes_every_file_once_and_check_mode_writes_nothing(tmp_path, results):

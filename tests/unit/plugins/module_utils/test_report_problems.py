@@ -279,3 +279,9 @@ def test_a_bidirectional_runs_bars_are_drawn_against_twice_the_line_rate():
     doc['run']['parameters']['perftest_bidirectional'] = True
     page = html.html_report(doc, template=template)
     assert 'twice the line rate 800' in page and '>line rate 400<' not in page
+
+
+def test_gpu_of_reads_the_gpu_a_subject_names():
+    from ansible_collections.aicluster.infra.plugins.module_utils.report._text import gpu_of
+    assert [gpu_of(text) for text in ('GPU 5', 'GPU 12 (row remap)', 'GPU0', 'node', 'mlx5_0:1', None)] == \
+        ['5', '12', '0', None, None, None]

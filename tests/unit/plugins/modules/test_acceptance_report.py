@@ -12,7 +12,7 @@ import os
 import pytest
 
 from _paths import REPO
-from _synthetic_results import LAB_FAULTS, make_results
+from _synthetic_results import LAB_FAULTS, make_results, write_lab_results
 
 from ansible_collections.aicluster.infra.plugins.modules import acceptance_report
 
@@ -23,10 +23,7 @@ TEMPLATE = os.path.join(REPO, 'roles', 'report', 'templates', 'report.html.j2')
 
 @pytest.fixture
 def results(tmp_path):
-    path = tmp_path / 'verify-20261129T170003Z' / 'results.json'
-    path.parent.mkdir()
-    path.write_text(json.dumps(make_results(4, LAB_FAULTS)))
-    return path
+    return write_lab_results(tmp_path)
 
 
 def test_writes_the_three_files_next_to_results_then_changes_nothing(run_module, results):
