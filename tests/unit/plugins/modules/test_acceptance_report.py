@@ -12,7 +12,7 @@ import os
 import pytest
 
 from _paths import REPO
-from _synthetic_results import LAB_FAULTS, make_results, write_lab_results
+from _synthetic_results import make_results, write_lab_results
 
 from ansible_collections.aicluster.infra.plugins.modules import acceptance_report
 
