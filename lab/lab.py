@@ -2,10 +2,13 @@
 
     lab.py setup                 make this machine able to run the lab (podman settings)
     lab.py image [--force]       build the lab image from lab/image/ (cached by recipe hash)
-    lab.py up [--name N] [--compute N] [--profile P] [--host-profile gpu02=P]
+    lab.py up [--name N] [--compute N] [--profile P] [--host-profile gpu02=P] [--no-hwsim] [--no-mirror]
                                  start ctl01 + gpu01..gpuNN, write inventories/lab/hosts.yml
                                  (inventories/lab-N/hosts.yml for a lab other than aic),
-                                 install the simulated hardware (lab/hwsim/install.yml)
+                                 install the simulated hardware (lab/hwsim/install.yml),
+                                 then serve the signed package mirror from ctl01 (lab/mirror)
+    lab.py mirror [--name N]     just that last step: build the mirror (cached by recipe hash)
+                                 and install it on ctl01 (lab/mirror/install.yml)
     lab.py down [--name N]       remove every container, network and volume of that lab, nothing else
     lab.py status [--name N]
     lab.py fault [--name N] HOST KIND [ARGS...]
@@ -22,13 +25,22 @@ profile's netdev (`interface_name`, podman 4+) and addressed as hwsim derives
 it (`ipv4_network` + host index), so `ip addr`, `ping -I <netdev>` and
 ibdev2netdev/show_gids agree.
 
+The package mirror (test equipment, lab/mirror/README.md): stand-in .deb packages
+with the real names and versions of the CUDA and DOCA repositories, built by
+lab/mirror/build.py into lab/.state/mirror-<hash>, signed with a throwaway key and
+served by nginx on ctl01 at http://ctl01/mirror/{cuda,doca}/ (key:
+http://ctl01/mirror/aicluster-lab.asc), so the stack roles install and upgrade
+with apt as on a cluster.
+
 Everything is idempotent: `up` on a running lab changes nothing, `image` with an
-unchanged recipe builds nothing, `setup` twice writes nothing the second time.
+unchanged recipe builds nothing, nor does the mirror's build, `setup` twice
+writes nothing the second time.
 Every podman object the lab creates carries the label aicluster.lab=<name>,
 and `down` removes by that label only.
 """
 import argparse
 import hashlib
+import importlib.util
 import ipaddress
 import json
 import os
@@ -53,6 +65,9 @@ HWSIM_INSTALL = os.path.join(HERE, 'hwsim', 'install.yml')
 HWSIM_STATE = '/var/lib/hwsim'
 DEFAULT_PROFILE = 'hgx-h100-ib'
 HWSIM_DIR = os.path.join(HERE, 'hwsim')
+PACKAGE_MIRROR_DIR = os.path.join(HERE, 'mirror')
+PACKAGE_MIRROR_INSTALL = os.path.join(PACKAGE_MIRROR_DIR, 'install.yml')
+PACKAGE_MIRROR_HOST = 'ctl01'
 # The management network carries SSH and Ansible at the usual 1500; jumbo frames live on the rails.
 MANAGEMENT_MTU = 1500
 # Rail networks by link layer: RoCE netdevs at 9000, IPoIB interfaces at the datagram MTU (IB MTU 4096 - 4).
@@ -483,6 +498,8 @@ def cmd_up(args):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)
+    if not args.no_mirror:
+        install_package_mirror(args.inventory, args.name)
     log('lab %s is up: %s' % (args.name, ', '.join('%s=%s' % item for item in addresses.items())))
 
 
@@ -501,19 +518,66 @@ def host_profiles(hosts, default, overrides):
     return profiles
 
 
-def install_hwsim(inventory, name):
-    """Install the simulated hardware into every lab host (idempotent Ansible play), with the lab's own fact cache."""
+def run_playbook(inventory, name, playbook_file, what, extra_vars=None):
+    """Run one of the lab's idempotent plays with the lab's own fact cache; returns the number of changes."""
     playbook = os.path.join(os.path.dirname(sys.executable), 'ansible-playbook')
     if not os.path.exists(playbook):
         playbook = shutil.which('ansible-playbook') or 'ansible-playbook'
-    started = time.time()
+    argv = [playbook, '-i', inventory, playbook_file]
+    if extra_vars:
+        argv += ['-e', json.dumps(extra_vars)]
     env = dict(os.environ, ANSIBLE_CACHE_PLUGIN_CONNECTION=lab_fact_cache(name))
-    result = run([playbook, '-i', inventory, HWSIM_INSTALL], check=False, env=env)
+    result = run(argv, check=False, env=env)
     if result.returncode != 0:
-        sys.exit('lab: installing the simulated hardware failed:\n%s%s' % (result.stdout[-4000:], result.stderr[-2000:]))
+        sys.exit('lab: installing %s failed:\n%s%s' % (what, result.stdout[-4000:], result.stderr[-2000:]))
     recap = [line for line in result.stdout.splitlines() if 'changed=' in line]
-    changed = sum(int(line.split('changed=')[1].split()[0]) for line in recap)
+    return sum(int(line.split('changed=')[1].split()[0]) for line in recap)
+
+
+def install_hwsim(inventory, name):
+    """Install the simulated hardware into every lab host (idempotent Ansible play), with the lab's own fact cache."""
+    started = time.time()
+    changed = run_playbook(inventory, name, HWSIM_INSTALL, 'the simulated hardware')
     log('simulated hardware installed (%d changes, %.0f s)' % (changed, time.time() - started))
+
+
+def _mirror_builder():
+    spec = importlib.util.spec_from_file_location('aicluster_lab_mirror_build', os.path.join(PACKAGE_MIRROR_DIR, 'build.py'))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def build_package_mirror():
+    """The mirror's tree, built unless this recipe's is in lab/.state/mirror-<hash>."""
+    started = time.time()
+    os.makedirs(STATE, exist_ok=True)
+    try:
+        tree, built = _mirror_builder().build_cached(STATE)
+    except (OSError, RuntimeError) as err:
+        sys.exit('lab: building the package mirror failed: %s' % err)
+    if built:
+        log('built the package mirror %s (%.0f s)' % (os.path.relpath(tree, REPO), time.time() - started))
+    else:
+        log('package mirror %s is current (recipe unchanged)' % os.path.relpath(tree, REPO))
+    return tree
+
+
+def install_package_mirror(inventory, name):
+    """Build the signed package mirror (cached) and serve it from ctl01 (lab/mirror/install.yml)."""
+    tree = build_package_mirror()
+    started = time.time()
+    changed = run_playbook(inventory, name, PACKAGE_MIRROR_INSTALL, 'the package mirror',
+                           {'mirror_dir': tree, 'mirror_host': PACKAGE_MIRROR_HOST})
+    log('package mirror served at http://%s/mirror/ (%d changes, %.0f s)' % (
+        PACKAGE_MIRROR_HOST, changed, time.time() - started))
+
+
+def cmd_mirror(args):
+    if not os.path.exists(args.inventory):
+        sys.exit('lab: lab %s is not up (no %s); `lab.py up --name %s` first'
+                 % (args.name, os.path.relpath(args.inventory, REPO), args.name))
+    install_package_mirror(args.inventory, args.name)
 
 
 def labelled(kind, lab):
@@ -570,13 +634,14 @@ def main():
     image.add_argument('--force', action='store_true', help='rebuild even when the recipe is unchanged')
     image.set_defaults(func=lambda a: print(cmd_image(a)))
     sub.add_parser('image-ref').set_defaults(func=lambda a: print(image_ref()))
-    for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status),
+    for name, func in (('up', cmd_up), ('down', cmd_down), ('status', cmd_status), ('mirror', cmd_mirror),
                        ('fault', cmd_fault), ('clear', cmd_fault)):
         cmd = sub.add_parser(name)
         cmd.add_argument('--name', default=os.environ.get('LAB_NAME', DEFAULT_LAB), help='lab name (default: aic)')
+        inventory_help = 'inventory file to write' if name == 'up' else "the lab's inventory file"
         cmd.add_argument('--inventory', default=None,
-                         help='inventory file to write (default: inventories/lab/hosts.yml for the lab aic, '
-                              'inventories/lab-NAME/hosts.yml for any other)')
+                         help=inventory_help + ' (default: inventories/lab/hosts.yml for the lab aic, '
+                         'inventories/lab-NAME/hosts.yml for any other)')
         if name == 'up':
             cmd.add_argument('--compute', type=int, default=int(os.environ.get('LAB_COMPUTE', '3')),
                              help='number of compute hosts gpu01..gpuNN (default: 3)')
@@ -585,6 +650,8 @@ def main():
             cmd.add_argument('--host-profile', action='append', metavar='HOST=PROFILE',
                              help='another profile for one compute host (repeatable)')
             cmd.add_argument('--no-hwsim', action='store_true', help='do not install the simulated hardware')
+            cmd.add_argument('--no-mirror', action='store_true',
+                             help='do not build and serve the package mirror (lab/mirror) from ctl01')
         if name in ('fault', 'clear'):
             cmd.add_argument('host', help='lab host, e.g. gpu02')
             cmd.add_argument('rest', nargs=argparse.REMAINDER, help='fault kind and arguments')

@@ -10,15 +10,20 @@
     hwsim tools                      list the tool names (the lab links each to bin/hwsim)
     hwsim build-fabric [--descriptions M] [--switch-names M] [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...
                                      write fabric.yml for these hosts (PROFILE may be "none")
-    hwsim devices [--root DIR]       create this host's NVIDIA device nodes under DIR/dev (default /dev)
+    hwsim devices [--root DIR]       create this host's NVIDIA device nodes (GPUs, NVSwitches) under DIR/dev
+                                     (default $HWSIM_ROOT/dev, /dev)
     hwsim hold NAME [--root DIR]     hold DIR/dev/nvidia* open as daemon NAME (nvidia-persistenced, nv-hostengine)
+    hwsim boot                       what a boot does: boot id (kept when there is one), pending HCA firmware, modules
+    hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
+                                     NVIDIA services
+    hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
 """
 import json
 import os
 import stat
 import sys
 
-from hwsim import daemons, faults as fault_kinds, fabric as fabrics, profile as profiles, tools
+from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, model as models, profile as profiles, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -73,8 +78,23 @@ def cmd_clear(ctx, args):
     except fault_kinds.FaultError as exc:
         ctx.error('hwsim: %s\n' % exc)
         return 2
+    if data.get('firmware_flash') and (not args or args[0] == 'firmware'):
+        data['firmware_flash'] = _unflashed(ctx, data['firmware_flash'], args[1] if len(args) > 1 else None)
     ctx.save_state(data)
     return 0
+
+
+def _unflashed(ctx, pending, target):
+    """Pending mlxfwmanager flashes left after ``hwsim clear [firmware [HCA]]``: none, or those of other adapters."""
+    if target is None or target == '*':
+        return {}
+    try:
+        hcas = ctx.host_model().hcas
+    except SIM_ERRORS:
+        hcas = []
+    adapters = dict((hca['name'], models.adapter_of(hca)) for hca in hcas)
+    return dict((name, version) for name, version in pending.items()
+                if name != target and (target not in adapters or adapters.get(name) != adapters[target]))
 
 
 def cmd_show(ctx, args):
@@ -132,6 +152,10 @@ def cmd_build_fabric(ctx, args):
 
 NVIDIA_MAJOR = 195
 UVM_MAJOR = 511  # dynamic on real systems; the dmesg stand-in prints the same number
+# nvidia.ko registers "nvidia-nvswitch" with a dynamic major too (nvidia-modprobe reads it from /proc/devices); the
+# lab takes the next one down from nvidia-nvlink's 510 (dmesg stand-in), as the kernel hands dynamic majors out
+# from 511 downwards. Control node minor 255, switch N minor N, as nvidia-modprobe makes them.
+NVSWITCH_MAJOR = 509
 CTL_MINOR = 255
 DEVICE_MODE = 0o666
 
@@ -144,6 +168,17 @@ def wanted_devices(model):
     nodes = {'nvidia%d' % view.minor: (NVIDIA_MAJOR, view.minor) for view in gpu_views.visible(model)}
     nodes['nvidiactl'] = (NVIDIA_MAJOR, CTL_MINOR)
     nodes['nvidia-uvm'] = (UVM_MAJOR, 0)
+    return nodes
+
+
+def wanted_nvswitch_devices(model):
+    """{name under /dev: (major, minor)} for the NVSwitches of the baseboard (profile ``gpus.nvswitches``)."""
+    gpus = (model.profile or {}).get('gpus') or {}
+    count = gpus.get('nvswitches') or 0
+    if not count:
+        return {}
+    nodes = dict(('nvidia-nvswitch%d' % number, (NVSWITCH_MAJOR, number)) for number in range(count))
+    nodes['nvidia-nvswitchctl'] = (NVSWITCH_MAJOR, CTL_MINOR)
     return nodes
 
 
@@ -172,15 +207,25 @@ def ensure_node(path, major, minor):
 
 
 def stale_nodes(model, directory, wanted):
-    """/dev/nvidiaN of the profile's GPUs that the driver no longer sees (gpu-missing)."""
+    """/dev/nvidiaN of the profile's GPUs that the driver no longer sees (gpu-missing), and NVSwitch nodes (major
+    NVSWITCH_MAJOR) a profile without (as many) NVSwitches does not have."""
     stale = []
-    if not (model.profile and model.profile.get('gpus')):
-        return stale
-    for device in model.profile['gpus']['devices']:
-        name = 'nvidia%d' % device['index']
+    if model.profile and model.profile.get('gpus'):
+        for device in model.profile['gpus']['devices']:
+            name = 'nvidia%d' % device['index']
+            path = os.path.join(directory, name)
+            if name not in wanted and os.path.lexists(path) and _node_matches(path, NVIDIA_MAJOR, device['index']):
+                stale.append(path)
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        names = []
+    for name in names:
         path = os.path.join(directory, name)
-        if name not in wanted and os.path.lexists(path) and _node_matches(path, NVIDIA_MAJOR, device['index']):
-            stale.append(path)
+        if name.startswith('nvidia-nvswitch') and name not in wanted and not os.path.isdir(path):
+            info = os.lstat(path)
+            if stat.S_ISCHR(info.st_mode) and os.major(info.st_rdev) == NVSWITCH_MAJOR:
+                stale.append(path)
     return stale
 
 
@@ -188,9 +233,10 @@ def cmd_devices(ctx, args):
     if args not in ([], ) and not (len(args) == 2 and args[0] == '--root'):
         ctx.error('usage: hwsim devices [--root DIR]\n')
         return 2
-    directory = os.path.join(args[1] if args else '/', 'dev')
+    directory = os.path.join(args[1] if args else ctx.root, 'dev')
     model = ctx.host_model()
     wanted = wanted_devices(model)
+    wanted.update(wanted_nvswitch_devices(model))
     try:
         os.makedirs(directory, exist_ok=True)
         for name in sorted(wanted):
@@ -207,6 +253,66 @@ def cmd_devices(ctx, args):
     return 0
 
 
+def _boot(ctx, new_id):
+    """Boot steps shared by ``hwsim boot`` and ``hwsim reboot``; returns the exit status."""
+    from hwsim.tools import kmod, mlxfw  # pylint: disable=import-outside-toplevel
+    try:
+        ctx.write('boot id %s\n' % driver.boot_id(ctx.root, new=new_id))
+        try:
+            ctx.write(''.join(mlxfw.apply_pending(ctx)))
+        except SIM_ERRORS:
+            pass  # a host hwsim has no hardware for: nothing was flashed
+        has_gpus, has_hcas = kmod.hardware(ctx)
+        lines, errors = driver.boot_modules(ctx.root, ctx.kernel, has_gpus, has_hcas)
+    except OSError as exc:
+        ctx.error('hwsim: boot: %s\n' % exc)
+        return 1
+    ctx.write(''.join(lines))
+    ctx.error(''.join(errors))
+    return 0
+
+
+def cmd_boot(ctx, args):
+    if args:
+        ctx.error('usage: hwsim boot\n')
+        return 2
+    return _boot(ctx, new_id=False)
+
+
+def cmd_reboot(ctx, args, run=None):
+    """The lab's reboot_command: modules unloaded, a new boot id, what a boot loads, the enabled NVIDIA services
+    restarted (they would start again on a real boot). Exit status 0 unless the simulator itself fails."""
+    if args:
+        ctx.error('usage: hwsim reboot\n')
+        return 2
+    try:
+        unloaded = driver.unload_all(ctx.root)
+    except OSError as exc:
+        ctx.error('hwsim: reboot: %s\n' % exc)
+        return 1
+    ctx.write(''.join('unloaded %s\n' % name for name in reversed(unloaded)))
+    status = _boot(ctx, new_id=True)
+    if status:
+        return status
+    systemctl = driver.systemctl_command(ctx.environ, ctx.root)
+    lines, errors = driver.restart_services(systemctl, **({'run': run} if run else {}))
+    ctx.write(''.join(lines))
+    ctx.error(''.join(errors))
+    return 0
+
+
+def cmd_boot_id(ctx, args):
+    if args:
+        ctx.error('usage: hwsim boot-id\n')
+        return 2
+    try:
+        ctx.write(driver.boot_id(ctx.root) + '\n')
+    except OSError as exc:
+        ctx.error('hwsim: boot-id: %s\n' % exc)
+        return 1
+    return 0
+
+
 COMMANDS = {
     'fault': cmd_fault,
     'clear': cmd_clear,
@@ -215,6 +321,9 @@ COMMANDS = {
     'build-fabric': cmd_build_fabric,
     'devices': cmd_devices,
     'hold': daemons.cmd_hold,
+    'boot': cmd_boot,
+    'reboot': cmd_reboot,
+    'boot-id': cmd_boot_id,
 }
 
 

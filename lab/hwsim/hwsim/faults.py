@@ -127,10 +127,15 @@ KINDS = {
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
     'nccl-rank-error': ((('gpu', _non_negative_int),), 'multi-node nccl-tests: the rank on GPU fails (its GPU memory cannot be '
                         'registered with the HCA: "unhandled system error"), naming this host; single-node runs unaffected'),
-    'firmware': ((('version', _firmware),), 'every HCA of the host reports firmware VERSION (a rolling upgrade half done)'),
+    'firmware': ((('hca', _text), ('version', _firmware)),
+                 'the HCA (and the other ports of its adapter) reports firmware VERSION (a board flashed apart from the rest); '
+                 'without HCA every HCA of the host does (a rolling upgrade half done)'),
     'vbios': ((('gpu', _non_negative_int), ('version', _vbios)),
               'GPU reports VBIOS VERSION (a board reflashed or swapped for one with another VBIOS)'),
 }
+# Kinds whose first argument may be left out: the value it then takes (``firmware VERSION`` is ``firmware * VERSION``,
+# every HCA).
+OPTIONAL_FIRST = {'firmware': '*'}
 # Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
 TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')
@@ -139,7 +144,10 @@ HCA_KINDS = IB_KINDS + ('hca-bw-low',)
 
 
 def usage(kind):
-    return ' '.join([kind] + [name.upper() for name, _convert in KINDS[kind][0]])
+    names = [name.upper() for name, _convert in KINDS[kind][0]]
+    if kind in OPTIONAL_FIRST:
+        return '%s | %s' % (' '.join([kind] + names[1:]), ' '.join([kind] + names))
+    return ' '.join([kind] + names)
 
 
 def allowed_text():
@@ -152,6 +160,8 @@ def parse(kind, argv, hca_names=None):
     if kind not in KINDS:
         raise FaultError('unknown fault kind %r; allowed kinds: %s' % (kind, ', '.join(KINDS)))
     spec = KINDS[kind][0]
+    if kind in OPTIONAL_FIRST and len(argv) == len(spec) - 1:
+        argv = [OPTIONAL_FIRST[kind]] + list(argv)
     if len(argv) != len(spec):
         raise FaultError('usage: hwsim fault %s' % usage(kind))
     args = {}
@@ -160,7 +170,7 @@ def parse(kind, argv, hca_names=None):
             args[name] = convert(text)
         except ValueError as exc:
             raise FaultError('fault %s: bad %s %r: %s (usage: hwsim fault %s)' % (kind, name.upper(), text, exc, usage(kind)))
-    if 'hca' in args and hca_names is not None and args['hca'] not in hca_names:
+    if 'hca' in args and hca_names is not None and args['hca'] not in hca_names and args['hca'] != OPTIONAL_FIRST.get(kind):
         raise FaultError('fault %s: unknown HCA %r; allowed: %s' % (kind, args['hca'], ', '.join(sorted(hca_names))))
     return {'kind': kind, 'args': args}
 
@@ -168,7 +178,9 @@ def parse(kind, argv, hca_names=None):
 def target(fault):
     """What a fault acts on (its first argument): a new fault replaces an older one with the same kind and target."""
     names = KINDS[fault['kind']][0]
-    return fault['args'].get(names[0][0]) if names else None
+    if not names:
+        return None
+    return fault['args'].get(names[0][0], OPTIONAL_FIRST.get(fault['kind']))
 
 
 def add(faults, fault):

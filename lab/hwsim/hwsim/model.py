@@ -24,6 +24,10 @@ class Context(object):
         self.out = out
         self.err = err
         self._fabric = None
+        # the host's file system as the driver model sees it (lab/hwsim/README.md "Driver model"): / in the lab,
+        # a temporary directory in tests ($HWSIM_ROOT); the running kernel ($HWSIM_KERNEL in tests, else uname -r)
+        self.root = self.environ.get('HWSIM_ROOT') or '/'
+        self.kernel = self.environ.get('HWSIM_KERNEL') or os.uname().release
 
     @classmethod
     def from_env(cls, environ, out, err):
@@ -124,17 +128,22 @@ class HostModel(object):
         self.profile = prof
         self.state = state
         self.fabric = fabric
+        # the loaded driver's version and its CUDA version when the driver model answers (hwsim/driver.py: a
+        # stand-in libnvidia-ml is installed); None: the profile's
+        self.driver_version = None
+        self.cuda_version = None
+        # {loaded module: version} for the dmesg stand-in when the driver model answers; None: the profile's driver
+        self.kernel_modules = None
 
     @property
     def hcas(self):
-        """HCAs in sysfs order (lexical by name); empty without a profile. A ``firmware`` fault replaces every HCA's
-        firmware version (ibstat, ibv_devinfo, ibdev2netdev -v all print it from here)."""
+        """HCAs in sysfs order (lexical by name); empty without a profile. ``firmware`` is the running firmware
+        (:func:`running_firmware`): ibstat, ibv_devinfo, ibdev2netdev -v and mlxfwmanager all print it from here."""
         if not self.profile:
             return []
-        flashed = fault_kinds.of_kind(self.state['faults'], 'firmware')
-        if not flashed:
-            return profiles.sorted_hcas(self.profile)
-        return [dict(hca, firmware=flashed[-1]['args']['version']) for hca in profiles.sorted_hcas(self.profile)]
+        versions = running_firmware(self.profile, self.state['faults'])
+        return [hca if versions[hca['name']] == hca['firmware'] else dict(hca, firmware=versions[hca['name']])
+                for hca in profiles.sorted_hcas(self.profile)]
 
     def hca_names(self):
         return [hca['name'] for hca in self.hcas]
@@ -153,6 +162,25 @@ class HostModel(object):
             if view.netdev == netdev:
                 return view
         return None
+
+
+def adapter_of(hca):
+    """The card an HCA is a port (PCI function) of: the profile's ``adapter``, else its own name."""
+    return hca.get('adapter') or hca['name']
+
+
+def running_firmware(profile, faults):
+    """{HCA name: firmware it runs}: the profile's, replaced by ``firmware`` faults in the order they were injected.
+    ``firmware VERSION`` changes every HCA; ``firmware HCA VERSION`` the HCA and the other ports of its adapter (one
+    card, one flash). A flash by the mlxfwmanager stand-in becomes such a fault at the next boot."""
+    versions = dict((hca['name'], hca['firmware']) for hca in profile['hcas'])
+    adapters = dict((hca['name'], adapter_of(hca)) for hca in profile['hcas'])
+    for fault in fault_kinds.of_kind(faults, 'firmware'):
+        target = fault['args'].get('hca', '*')
+        for name in versions:
+            if target == '*' or adapters.get(target) == adapters[name]:
+                versions[name] = fault['args']['version']
+    return versions
 
 
 def pid():

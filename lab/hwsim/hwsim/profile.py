@@ -107,6 +107,9 @@ def check(data, where='profile'):
                     where, hca['name'], port['port'], port['rate'], port['width'], port['lane_speed_gbps']))
     if len(data['gpus']['devices']) != data['gpus']['count']:
         raise ProfileError('%s: gpus.count does not match the device list' % where)
+    switches = data['gpus'].get('nvswitches', 0)
+    if not isinstance(switches, int) or isinstance(switches, bool) or not 0 <= switches <= 64:
+        raise ProfileError('%s: gpus.nvswitches must be a number of NVSwitches (0..64)' % where)
 
 
 def hca_index(name):

@@ -343,7 +343,7 @@ def render_json_dcgm4(tests):
 # discovery -l
 
 
-def discovery(ctx, views):
+def discovery(ctx, views, profile=None):
     rule = '+--------+' + '-' * 70 + '+\n'
     out = ['%d GPU%s found.\n' % (len(views), '' if len(views) == 1 else 's'), rule,
            '| GPU ID | %-69s|\n' % 'Device Information', rule]
@@ -352,7 +352,7 @@ def discovery(ctx, views):
         out.append('| %-6s | %-69s|\n' % ('', 'PCI Bus ID: ' + view.pci_bus_id))
         out.append('| %-6s | %-69s|\n' % ('', 'Device UUID: ' + view.uuid))
         out.append(rule)
-    switches = gpu_views.nvswitch_count(views[0]) if views else 0
+    switches = gpu_views.nvswitch_count(views[0], profile) if views else 0
     if switches:
         switch_rule = '+-----------+' + '-' * 68 + '+\n'
         out.extend(['%d NvSwitches found.\n' % switches, switch_rule, '| Switch ID |%68s|\n' % '', switch_rule])
@@ -680,11 +680,12 @@ def health(ctx, model, args):
 def run(ctx, args):
     """dcgmi discovery -l | dcgmi diag -r N [-j] [-i IDS] | dcgmi health -s FLAGS|-c|-f|--clear [-j]."""
     model = ctx.host_model()
-    if not gpu_views.has_gpus(model):
+    if not gpu_views.has_gpus(model) or gpu_views.driver_check(ctx, model):
+        # nv-hostengine cannot start without a working NVML (no driver, or a driver/library mismatch)
         ctx.error(CONNECT_ERROR)
         return 255
     if args[:1] == ['discovery'] and args[1:] in (['-l'], ['--list']):
-        return discovery(ctx, gpu_views.visible(model))
+        return discovery(ctx, gpu_views.visible(model), model.profile)
     if args[:1] == ['diag']:
         return diag(ctx, model, args[1:])
     if args[:1] == ['health']:

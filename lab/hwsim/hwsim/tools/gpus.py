@@ -87,8 +87,8 @@ class GpuView(object):
         self.fabric_state = gpus.get('fabric_state', 'Completed')
         if states and self.fabric_state != 'N/A':
             self.fabric_state = fault_kinds.FABRIC_STATES[states[-1]]
-        self.driver_version = gpus['driver_version']
-        self.cuda_version = str(gpus['cuda_version'])
+        self.driver_version = host_model.driver_version or gpus['driver_version']
+        self.cuda_version = str(host_model.cuda_version or gpus['cuda_version'])
         nvlink = gpus.get('nvlink') or {}
         self.link_speed = nvlink.get('link_speed_gbps', 0)
         self.nvlink_generation = nvlink.get('generation', 0)
@@ -194,5 +194,22 @@ def _same_bus(text, bus_id):
     return bus_id.upper().endswith(text.upper()) and len(text) >= 7
 
 
-def nvswitch_count(view):
-    return NVSWITCHES.get(view.nvlink_generation, 0)
+def nvswitch_count(view, profile=None):
+    """NVSwitches of the baseboard: the profile's ``gpus.nvswitches``, else by NVLink generation."""
+    count = ((profile or {}).get('gpus') or {}).get('nvswitches')
+    return count if count is not None else NVSWITCHES.get(view.nvlink_generation, 0)
+
+
+def driver_check(ctx, model):
+    """None when NVML works (``model.driver_version``/``cuda_version`` set from the loaded driver when the driver
+    model answers), else (text, exit status) of NVML's failure (hwsim/driver.py nvml)."""
+    from hwsim import driver  # pylint: disable=import-outside-toplevel
+    result = driver.nvml(ctx.root, ctx.kernel, has_gpus(model))
+    if result is None:
+        return None
+    text, value = result
+    if text is not None:
+        return text, value
+    model.driver_version = value
+    model.cuda_version = driver.cuda_version(value, str(model.profile['gpus']['cuda_version']))
+    return None

@@ -10,7 +10,8 @@ from one read to the next. ``-l``/``--level LIST`` keeps the named levels
 ``dmesg-wrapped`` fault drops every line older than ten minutes, as a ring
 buffer that has wrapped on a long-uptime node. The Xid texts are those the 535 driver logs
 (``pid='<unknown>', name=<unknown>`` for errors no process caused, the
-process of a ``gpu-process`` fault on the GPU for 13, 31 and 43).
+process of a ``gpu-process`` fault on the GPU for 13, 31 and 43). With the driver model (hwsim/driver.py: a
+stand-in libnvidia-ml installed) the NVRM lines are those of the driver loaded now, and absent when none is.
 """
 import datetime
 import time
@@ -49,14 +50,16 @@ def _boot_lines(model):
                         'GNU ld (GNU Binutils for Ubuntu) 2.38) #129-Ubuntu SMP Fri Aug 2 19:25:20 UTC 2024'),
         (0.0, 'info', 'Command line: BOOT_IMAGE=/vmlinuz-5.15.0-119-generic root=/dev/md0 ro'),
     ]
-    if gpu_views.has_gpus(model):
-        driver = model.profile['gpus']['driver_version']
+    modules = model.kernel_modules  # None: the profile's driver, loaded (no driver model)
+    if gpu_views.has_gpus(model) and (modules is None or 'nvidia' in modules):
+        driver = model.profile['gpus']['driver_version'] if modules is None else modules['nvidia']
         lines += [
             (4.871203, 'warn', 'nvidia: loading out-of-tree module taints kernel.'),
             (4.902114, 'info', 'nvidia-nvlink: Nvlink Core is being initialized, major device number 510'),
             (5.013377, 'info', 'NVRM: loading NVIDIA UNIX x86_64 Kernel Module  %s  Thu Jun 27 16:32:29 UTC 2024' % driver),
-            (5.236511, 'info', 'nvidia-uvm: Loaded the UVM driver, major device number 511.'),
         ]
+        if modules is None or 'nvidia_uvm' in modules:
+            lines.append((5.236511, 'info', 'nvidia-uvm: Loaded the UVM driver, major device number 511.'))
     return lines
 
 
@@ -144,6 +147,10 @@ def run_dmesg(ctx, args):
         return 1
     ctime, levels = parsed
     model = ctx.host_model()
+    from hwsim import driver  # pylint: disable=import-outside-toplevel
+    present = dict(driver.loaded(ctx.root))
+    if driver.userland_version(ctx.root) is not None or 'nvidia' in present:
+        model.kernel_modules = present  # the driver model: the NVRM lines of the driver loaded now, if any
     boot = boot_time(model)
     out = []
     for seconds, level, text in messages(model, boot):

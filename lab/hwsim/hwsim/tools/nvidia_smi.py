@@ -743,7 +743,8 @@ def _dispatch(ctx, model, parsed, all_views, views):
 def run(ctx, args):
     """nvidia-smi [topo -m | nvlink -s|-e | -L | -q [-d T] | --query-gpu=F --format=csv... | --query-compute-apps=F ... | -pm 1] [-i N]."""
     if args and args[0] in ('-h', '--help'):
-        ctx.write('NVIDIA System Management Interface -- v%s\n' % '535.183.01')
+        from hwsim import driver  # pylint: disable=import-outside-toplevel
+        ctx.write('NVIDIA System Management Interface -- v%s\n' % (driver.userland_version(ctx.root) or '535.183.01'))
         return 0
     parsed = parse_args(args)
     if parsed is None or not _valid(parsed):
@@ -753,6 +754,10 @@ def run(ctx, args):
     if not gpu_views.has_gpus(model):
         ctx.write(DRIVER_FAILED)
         return 9
+    failed = gpu_views.driver_check(ctx, model)
+    if failed:
+        ctx.write(failed[0])
+        return failed[1]
     all_views = gpu_views.visible(model)
     views = all_views
     if parsed.ids is not None:
