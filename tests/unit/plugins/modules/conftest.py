@@ -26,6 +26,6 @@ def run_module():
         result, box, exited = run_main(module, args, tools)
         assert exited, 'main() must end with exit_json or fail_json'
         for environ in box.environ:
-            assert environ == {'LANG': 'C', 'LC_ALL': 'C'}
+            assert environ.get('LANG') == 'C' and environ.get('LC_ALL') == 'C'
         return result, box.calls
     return run
