@@ -71,7 +71,7 @@ def test_bring_up_verify_no_op_and_drift_on_the_oldest_ansible_core(oldest_lab):
     assert site.returncode == 0, site.stdout[-4000:]
     assert 'verdict: PASS (0 of 3 nodes failed)' in site.stdout.splitlines(), site.stdout[-4000:]
 
-    for stage in ('preflight', 'slurm'):  # the bring-up stages again: nothing to change
+    for stage in ('preflight', 'rdma', 'gpu', 'slurm'):  # the bring-up stages again: nothing to change
         noop = aicluster(PYTHON, WORK, stage)
         assert noop.returncode == 0, noop.stdout[-4000:]
         assert recap_changed(noop.stdout) == {'ctl01': 0, 'gpu01': 0, 'gpu02': 0, 'gpu03': 0}, noop.stdout[-4000:]
