@@ -118,8 +118,6 @@ installed:
   sample: {"nvidia-driver": "580.95.05-1"}
 '''
 
-import os  # noqa: E402  pylint: disable=wrong-import-position
-
 from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disable=wrong-import-position
 
 from ansible_collections.aicluster.infra.plugins.module_utils.packages import DPKG_QUERY_FORMAT  # noqa: E402  pylint: disable=wrong-import-position

@@ -16,10 +16,13 @@ configure)
     tree=/var/lib/dkms/$module/$version
     mkdir -p "$tree"
     ln -sfn "/usr/src/$module-$version" "$tree/source"
+    # shellcheck disable=SC2086 # the kernels are one word each, split on purpose
     for kernel in $(printf '%s\n' $kernels | sort -u); do
         dir=$tree/$kernel/x86_64/module
         mkdir -p "$dir"
-        for ko in @KOS@; do
+        kos="@KOS@"  # filled in by lab/mirror/build.py: the module names, space-separated
+        # shellcheck disable=SC2086 # split on purpose
+        for ko in $kos; do
             printf 'aicluster-lab-stand-in module=%s version=%s flavour=%s kernel=%s file=%s.ko\n' \
                 "$module" "$version" "$flavour" "$kernel" "$ko" > "$dir/$ko.ko"
         done
