@@ -49,8 +49,11 @@ def test_the_readme_real_cluster_path_verbatim(gpu_lab):
     copy = [line for line in runs if line.startswith('cp -r ')][0]
     subprocess.run(['bash', '-c', copy], cwd=cluster, env=env, check=True)
     shutil.copy(os.path.join(inventory, 'hosts.yml'), os.path.join(cluster, 'mycluster', 'hosts.yml'))
-    with open(os.path.join(REPO, 'inventories', 'lab', 'group_vars', 'all.yml')) as handle:
-        lab_vars = yaml.safe_load(handle)
+    # the lab's settings and its bill of materials (the lab mirror's URLs), as a site's group_vars would hold its own
+    lab_vars = {}
+    for name in ('main.yml', 'bom.yml'):
+        with open(os.path.join(REPO, 'inventories', 'lab', 'group_vars', 'all', name)) as handle:
+            lab_vars.update(yaml.safe_load(handle))
     # the example's debug partition names gpu[001-004]; this lab has gpu01..gpu03
     lab_vars['slurm_partitions'] = [{'name': 'gpu', 'groups': ['gpu_nodes'], 'default': True}]
     # the example names its cluster hgx; this lab's controller already runs as `cluster` (test_oldest_ansible.py
