@@ -402,6 +402,7 @@ def inventory_text(lab, hosts, profiles=None):
         'login': controller,
         'slurm_compute': compute,
         'gpu_nodes': compute,
+        'monitoring': controller,
     }
     lines = [
         '---',

@@ -25,6 +25,7 @@ If-Modified-Since sees a rebuilt index as new.
 import argparse
 import gzip
 import hashlib
+import importlib.util
 import io
 import json
 import os
@@ -282,8 +283,24 @@ def doca_packages(doca_version, kernel_version):
     ]
 
 
+# Software stack II's stand-ins, one module each beside this file, each with ``packages(package, template)``
+# returning package specs made with the two helpers above (the recipe hash covers them).
+EXTENSIONS = ('dcgm_packages', 'toolkit_packages', 'hpc_packages')
+
+
+def _extension(name):
+    path = os.path.join(HERE, name + '.py')
+    spec = importlib.util.spec_from_file_location('aicluster_lab_mirror_' + name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def all_packages():
     pkgs = []
+    for name in EXTENSIONS:
+        if os.path.exists(os.path.join(HERE, name + '.py')):
+            pkgs += _extension(name).packages(package, template)
     for version in DRIVER_VERSIONS:
         pkgs += driver_packages(version)
     for version in CUDA_DRIVERS_VERSIONS:
@@ -451,7 +468,8 @@ def build(out):
 
 def recipe_hash():
     digest = hashlib.sha256()
-    paths = [os.path.abspath(__file__)] + sorted(os.path.join(FILES, name) for name in os.listdir(FILES))
+    paths = sorted(os.path.join(HERE, name) for name in os.listdir(HERE) if name.endswith('.py'))
+    paths += sorted(os.path.join(root, name) for root, _dirs, names in os.walk(FILES) for name in names)
     for path in paths:
         digest.update(os.path.relpath(path, HERE).encode() + b'\0')
         with open(path, 'rb') as handle:

@@ -13,8 +13,8 @@ import importlib
 _MODULE_UTILS = 'ansible_collections.aicluster.infra.plugins.module_utils.'
 
 
-def _bom_problems(bom):
-    return importlib.import_module(_MODULE_UTILS + 'bom').bom_problems(bom)
+def _bom_problems(bom, require=()):
+    return importlib.import_module(_MODULE_UTILS + 'bom').bom_problems(bom, require)
 
 
 def _rolling_node_step(node_info, name, reason):

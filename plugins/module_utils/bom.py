@@ -40,8 +40,73 @@ def _version(value):
     return isinstance(value, str) and bool(VERSION.match(value)) and '*' not in value
 
 
-def bom_problems(bom):
-    """One line per problem of ``bom``, each naming the key and what is allowed; [] when it is usable."""
+# Software stack II's sections (docs/monitoring.md, docs/containers.md): optional, so that a BOM written for the
+# rdma and gpu stages stays valid; checked when present, and required by the roles that read them (``require``).
+STACK2 = ('dcgm', 'container_toolkit', 'enroot', 'pyxis')
+# The repository each stack II section installs from (dcgm: the CUDA repository, always required).
+STACK2_REPOSITORY = {'container_toolkit': 'container_toolkit', 'enroot': 'hpc', 'pyxis': 'hpc'}
+CUDA_MAJOR = re.compile(r'^[0-9]{2}$')
+
+
+def _repository_problems(repositories, repo, required):
+    entry = repositories.get(repo)
+    if entry is None and not required:
+        return []
+    if not isinstance(entry, dict):
+        return ['aicluster_bom.repositories.%s must be a mapping with url, suite and key_url' % repo]
+    if repo == 'hpc' and not entry.get('url') and not required:
+        return []  # the default: no public repository; the enroot and pyxis roles require one
+    problems = []
+    for key in ('url', 'key_url'):
+        if not isinstance(entry.get(key), str) or not URL.match(entry.get(key)):
+            hint = (': the site repository holding enroot\'s release .debs and its pyxis build (docs/containers.md)'
+                    if repo == 'hpc' else '')
+            problems.append('aicluster_bom.repositories.%s.%s must be an http://, https:// or file:// URL (got %r)%s'
+                            % (repo, key, entry.get(key), hint))
+    if not isinstance(entry.get('suite'), str) or not entry.get('suite'):
+        problems.append('aicluster_bom.repositories.%s.suite must be the apt suite ("/" or "./" for a flat '
+                        'repository) (got %r)' % (repo, entry.get('suite')))
+    return problems
+
+
+def _stack2_problems(bom, require):
+    problems = []
+    repositories = bom.get('repositories') if isinstance(bom.get('repositories'), dict) else {}
+    for repo in ('container_toolkit', 'hpc'):
+        needed = any(STACK2_REPOSITORY.get(section) == repo for section in require)
+        problems += _repository_problems(repositories, repo, needed)
+    for section in STACK2:
+        value = bom.get(section)
+        if value is None:
+            if section in require:
+                problems.append('aicluster_bom.%s is missing: the %s role installs from it (roles/bom/defaults/main.yml '
+                                'has the default)' % (section, section))
+            continue
+        if not isinstance(value, dict):
+            problems.append('aicluster_bom.%s must be a mapping (got %s)' % (section, type(value).__name__))
+            continue
+        versions = {'dcgm': ('version', 'exporter_version'), 'container_toolkit': ('version',),
+                    'enroot': ('version',), 'pyxis': ('version',)}[section]
+        for key in versions:
+            if not _version(value.get(key)):
+                problems.append('aicluster_bom.%s.%s must be an exact Debian version (got %r)' % (section, key, value.get(key)))
+        if section == 'dcgm' and not (isinstance(value.get('cuda_major'), str) and CUDA_MAJOR.match(value['cuda_major'])):
+            problems.append('aicluster_bom.dcgm.cuda_major must be the CUDA major of the driver, such as "13" (the '
+                            'datacenter-gpu-manager-4-cuda<MAJOR> package) (got %r)' % (value.get('cuda_major'),))
+        if section == 'enroot' and not isinstance(value.get('caps', False), bool):
+            problems.append('aicluster_bom.enroot.caps must be true or false (got %r)' % (value.get('caps'),))
+        if section == 'pyxis' and not NAME.match(str(value.get('package', ''))):
+            problems.append('aicluster_bom.pyxis.package must be the Debian package name of the site\'s pyxis build '
+                            '(got %r)' % (value.get('package'),))
+    return problems
+
+
+def bom_problems(bom, require=()):
+    """One line per problem of ``bom``, each naming the key and what is allowed; [] when it is usable.
+
+    ``require``: the stack II sections (STACK2) the caller installs from; they must be present (others are checked
+    only when present).
+    """
     if not isinstance(bom, dict):
         return ['aicluster_bom must be a mapping (the bill of materials; roles/bom/defaults/main.yml is the default)']
     problems = []
@@ -109,4 +174,7 @@ def bom_problems(bom):
                         % (cuda.get('version'),))
     elif match and not str(cuda['version']).startswith('%s.%s.' % match.groups()):
         problems.append('aicluster_bom.cuda.version %s is not of toolkit %s' % (cuda['version'], toolkit))
-    return problems
+    unknown = [section for section in require if section not in STACK2]
+    if unknown:
+        problems.append('bom_problems: require must name sections among %s (got %s)' % (', '.join(STACK2), ', '.join(unknown)))
+    return problems + _stack2_problems(bom, [section for section in require if section in STACK2])

@@ -61,3 +61,35 @@ def test_missing_sections():
     problems = bom_problems({'name': 'x'})
     assert 'aicluster_bom.repositories must be a mapping (got nothing)' in problems
     assert 'aicluster_bom.nvidia_driver.branch must be a driver branch such as "580" (got None)' in problems
+
+
+def test_stack2_sections_are_checked_when_present_and_required_by_their_roles():
+    bom = copy.deepcopy(_default())
+    assert bom_problems(bom, ['dcgm', 'container_toolkit']) == []
+    # the default has no site repository for enroot and pyxis: fine until a role needs it
+    assert bom_problems(bom, ['enroot']) == [
+        "aicluster_bom.repositories.hpc.url must be an http://, https:// or file:// URL (got '')"
+        ": the site repository holding enroot's release .debs and its pyxis build (docs/containers.md)",
+        "aicluster_bom.repositories.hpc.key_url must be an http://, https:// or file:// URL (got '')"
+        ": the site repository holding enroot's release .debs and its pyxis build (docs/containers.md)"]
+    bom['dcgm'].update(version='4.4.*', cuda_major=13)
+    bom['pyxis']['package'] = 'Pyxis Plugin'
+    assert bom_problems(bom) == [
+        "aicluster_bom.dcgm.version must be an exact Debian version (got '4.4.*')",
+        'aicluster_bom.dcgm.cuda_major must be the CUDA major of the driver, such as "13" (the '
+        'datacenter-gpu-manager-4-cuda<MAJOR> package) (got 13)',
+        "aicluster_bom.pyxis.package must be the Debian package name of the site's pyxis build (got 'Pyxis Plugin')"]
+
+
+def test_a_stack1_bom_stays_valid_until_a_stack2_role_needs_its_sections():
+    bom = copy.deepcopy(_default())
+    for section in ('dcgm', 'container_toolkit', 'enroot', 'pyxis'):
+        del bom[section]
+    del bom['repositories']['container_toolkit']
+    assert bom_problems(bom) == []
+    assert bom_problems(bom, ['dcgm', 'container_toolkit', 'gpu']) == [
+        'bom_problems: require must name sections among dcgm, container_toolkit, enroot, pyxis (got gpu)',
+        'aicluster_bom.repositories.container_toolkit must be a mapping with url, suite and key_url',
+        'aicluster_bom.dcgm is missing: the dcgm role installs from it (roles/bom/defaults/main.yml has the default)',
+        'aicluster_bom.container_toolkit is missing: the container_toolkit role installs from it '
+        '(roles/bom/defaults/main.yml has the default)']
