@@ -296,6 +296,20 @@ def _extension(name):
     return module
 
 
+def extra_files():
+    """Files the mirror serves beside its repositories ({relative path: bytes}), from the extensions' extra_files()."""
+    files = {}
+    for name in EXTENSIONS:
+        if os.path.exists(os.path.join(HERE, name + '.py')):
+            module = _extension(name)
+            if hasattr(module, 'extra_files'):
+                for path, body in module.extra_files().items():
+                    if os.path.isabs(path) or '..' in path.split('/') or path in files:
+                        raise ValueError('%s: bad or duplicate extra file path %r' % (name, path))
+                    files[path] = body
+    return files
+
+
 def all_packages():
     pkgs = []
     for name in EXTENSIONS:
@@ -455,6 +469,8 @@ def build(out):
                 _write(release, 0o644, release_text(repo, [('Packages', index), ('Packages.gz', compressed)], now))
                 key.sign(release)
             key.export(os.path.join(tree, KEY_FILE))
+        for path, body in sorted(extra_files().items()):
+            _write(os.path.join(tree, path), 0o644, body)
         for root, dirs, files in os.walk(tree):
             for name in dirs:
                 os.chmod(os.path.join(root, name), 0o755)
