@@ -69,3 +69,57 @@ def test_hold_usage():
             self.said += text
     ctx = Ctx()
     assert daemons.cmd_hold(ctx, ['sshd']) == 2 and 'nvidia-persistenced|nv-hostengine' in ctx.said
+
+
+class _Ctx(object):
+    """What cmd_hold uses of a Context."""
+
+    def __init__(self, root):
+        self.root = root
+        self.said = ''
+        self.errors = ''
+
+    def write(self, text):
+        self.said += text
+
+    def error(self, text):
+        self.errors += text
+
+
+def test_hold_writes_an_instance_id_while_it_runs_and_removes_it_on_stop(tmp_path):
+    """The lab's dcgm-exporter stand-in tells an nv-hostengine restart by this id (lab/hwsim/README.md)."""
+    ctx = _Ctx(str(tmp_path))
+    path = daemons.instance_path(str(tmp_path), 'nv-hostengine')
+    seen = []
+
+    def sleep(seconds):
+        with open(path, encoding='utf-8') as handle:
+            seen.append(handle.read().strip())
+        raise SystemExit(0)  # what SIGTERM does
+    with pytest.raises(SystemExit):
+        daemons.cmd_hold(ctx, ['nv-hostengine'], sleep=sleep)
+    assert len(seen) == 1 and len(seen[0]) == 36
+    assert not os.path.exists(path)
+    assert ctx.said == 'nv-hostengine: holding 0 device files\n'
+
+
+def test_each_start_is_a_new_instance_and_an_old_one_leaves_the_new_file(tmp_path):
+    root = str(tmp_path)
+    first = daemons.write_instance(root, 'nv-hostengine')
+    second = daemons.write_instance(root, 'nv-hostengine')
+    assert first != second
+    daemons.remove_instance(root, 'nv-hostengine', first)
+    with open(daemons.instance_path(root, 'nv-hostengine'), encoding='utf-8') as handle:
+        assert handle.read().strip() == second
+    daemons.remove_instance(root, 'nv-hostengine', second)
+    assert not os.path.exists(daemons.instance_path(root, 'nv-hostengine'))
+
+
+def test_hold_with_root_keeps_the_instance_file_under_it(tmp_path):
+    ctx = _Ctx('/nonexistent-hwsim-root')
+
+    def sleep(seconds):
+        assert os.path.exists(daemons.instance_path(str(tmp_path), 'nvidia-persistenced'))
+        raise SystemExit(0)
+    with pytest.raises(SystemExit):
+        daemons.cmd_hold(ctx, ['nvidia-persistenced', '--root', str(tmp_path)], sleep=sleep)
