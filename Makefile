@@ -16,8 +16,10 @@ LAB_FACTS     := $(CURDIR)/.cache/$(if $(filter aic,$(LAB_NAME)),facts,facts-$(L
 SCENARIOS   ?= $(sort $(notdir $(patsubst %/molecule.yml,%,$(wildcard molecule/*/molecule.yml))))
 # shellcheck: ansible-test sanity checks shell scripts with it; slurm-client: hostlist tests cross-check with the real scontrol;
 # chromium: the acceptance report is rendered headless in a test; libxml2-utils: xmllint validates junit.xml;
-# prometheus: promtool checks metrics.prom and the Grafana dashboard's queries
-SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client chromium libxml2-utils prometheus
+# prometheus: promtool checks metrics.prom, the alert rules (promtool test rules) and the dashboards' queries;
+# gcc, libslurm-dev, squashfs-tools, busybox-static: the lab mirror builds its Pyxis stand-in (a real SPANK plugin for
+# Debian's Slurm) and its offline test image (lab/mirror/hpc_packages.py)
+SYSTEM_PACKAGES := podman runc debootstrap openssh-client git python3-venv shellcheck slurm-client chromium libxml2-utils prometheus gcc libslurm-dev squashfs-tools busybox-static
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export ANSIBLE_COLLECTIONS_PATH := $(CURDIR)/.collections
