@@ -378,7 +378,8 @@ def build_deb(pkg, workdir, outdir):
     for root, dirs, _files in os.walk(stage):
         for name in dirs:
             os.chmod(os.path.join(root, name), 0o755)
-    filename = '%s_%s_%s.deb' % (pkg['name'], pkg['version'], ARCH)
+    # as in Debian's pools, the file name leaves the epoch out (DCGM's 1:4.4.1-1 is ..._4.4.1-1_amd64.deb)
+    filename = '%s_%s_%s.deb' % (pkg['name'], pkg['version'].split(':', 1)[-1], ARCH)
     env = dict(os.environ, SOURCE_DATE_EPOCH=str(SOURCE_DATE_EPOCH))
     run(['dpkg-deb', '--root-owner-group', '-Zxz', '--build', stage, os.path.join(outdir, filename)], env=env)
     return filename, control

@@ -11,7 +11,8 @@ import yaml
 
 from _paths import REPO
 
-CONTRACT_GROUPS = {'slurm_controller', 'slurm_dbd', 'slurm_compute', 'login', 'ib_subnet_manager', 'gpu_nodes'}
+CONTRACT_GROUPS = {'slurm_controller', 'slurm_dbd', 'slurm_compute', 'login', 'ib_subnet_manager', 'gpu_nodes',
+                   'monitoring'}
 
 
 def _lab_module():
@@ -88,3 +89,11 @@ def test_every_inventory_variable_is_a_documented_role_variable(path):
         documented |= set(LAB_EQUIPMENT_VARIABLES)
     unknown = [name for name in data if not name.startswith('ansible_') and name not in documented]
     assert not unknown, 'not an argument of any role: %s' % unknown
+
+
+def test_molecule_services_uses_the_labs_bill_of_materials():
+    with open(os.path.join(REPO, 'inventories', 'lab', 'group_vars', 'all', 'bom.yml'), encoding='utf-8') as handle:
+        lab = yaml.safe_load(handle)['aicluster_bom']
+    with open(os.path.join(REPO, 'molecule', 'services', 'molecule.yml'), encoding='utf-8') as handle:
+        scenario = yaml.safe_load(handle)
+    assert scenario['provisioner']['inventory']['group_vars']['all']['aicluster_bom'] == lab

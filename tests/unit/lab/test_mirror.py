@@ -6,7 +6,6 @@ list (nothing of this machine's apt is read or written but its configuration par
 import base64
 import gzip
 import hashlib
-import importlib.util
 import os
 import re
 import shutil
@@ -15,7 +14,7 @@ import time
 
 import pytest
 
-from _paths import REPO
+from _paths import REPO, load_program
 
 TOOLS = ('dpkg-deb', 'gpg', 'gpgv', 'apt-get', 'apt-cache')
 pytestmark = pytest.mark.skipif(any(shutil.which(tool) is None for tool in TOOLS),
@@ -24,10 +23,7 @@ ENV = dict(os.environ, LC_ALL='C', LANG='C')
 
 
 def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, path))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program(os.path.join(REPO, path), name)
 
 
 @pytest.fixture(scope='module')
@@ -77,6 +73,11 @@ CUDA = {
     ('nvidia-imex-580', '580.82.07-1'), ('nvidia-imex-580', '580.95.05-1'),
     ('cuda-toolkit-12-9', '12.9.0-1'), ('cuda-toolkit-12-9', '12.9.1-1'),
     ('cuda', '12.9.1-1'), ('cuda-drivers', '580.95.05-1'), ('cuda-drivers-580', '580.95.05-1'),
+    # DCGM 4 and its exporter (lab/mirror/dcgm_packages.py)
+    ('datacenter-gpu-manager-4-core', '1:4.4.0-1'), ('datacenter-gpu-manager-4-core', '1:4.4.1-1'),
+    ('datacenter-gpu-manager-4-cuda12', '1:4.4.0-1'), ('datacenter-gpu-manager-4-cuda12', '1:4.4.1-1'),
+    ('datacenter-gpu-manager-4-cuda13', '1:4.4.0-1'), ('datacenter-gpu-manager-4-cuda13', '1:4.4.1-1'),
+    ('datacenter-gpu-manager-exporter', '4.5.2-1'), ('datacenter-gpu-manager-exporter', '4.6.0-1'),
 }
 DOCA = {
     ('doca-ofed', '2.9.1-1'), ('doca-ofed', '2.9.2-1'),
@@ -88,7 +89,9 @@ DOCA = {
 def test_the_indexes_hold_exactly_the_lab_bom_versions(tree):
     assert set(index(tree, 'cuda')) == CUDA
     assert set(index(tree, 'doca')) == DOCA
-    assert sorted(os.listdir(tree)) == ['aicluster-lab.asc', 'cuda', 'doca']
+    assert sorted(os.listdir(tree)) == ['aicluster-lab.asc', 'container-toolkit', 'cuda', 'doca', 'hpc', 'images']
+    # Debian's pools leave the epoch out of file names
+    assert os.path.exists(os.path.join(tree, 'cuda', 'datacenter-gpu-manager-4-core_4.4.1-1_amd64.deb'))
 
 
 def test_the_dependency_structure_is_the_real_one(tree):
@@ -169,7 +172,8 @@ def test_every_maintainer_script_is_valid_sh(tree, tmp_path):
                 if (control / script).exists():
                     sh(['sh', '-n', str(control / script)])
                     checked += 1
-    assert checked == 2 * (4 + 2 + 2 + 2)  # the DKMS and service packages, both versions
+    # the DKMS and service packages, DCGM's core and exporter, both versions
+    assert checked == 2 * (4 + 2 + 2 + 2 + 2 + 2)
 
 
 def test_the_packages_are_reproducible(tree, mirror_build, tmp_path):
