@@ -162,9 +162,18 @@ def _exporter_problems(settings):
     if settings.get('exporter_liveness_enabled') and LIVENESS_FIELD not in fields:
         problems.append('dcgm_exporter_counters must include %s: the liveness check watches it grow' % LIVENESS_FIELD)
     interval = _as_int(settings.get('exporter_liveness_interval'))
+    collect = _as_int(settings.get('exporter_collect_interval_ms'))
+    if collect is None or not 100 <= collect <= 300000:
+        problems.append('dcgm_exporter_collect_interval_ms %r must be 100-300000 milliseconds'
+                        % (settings.get('exporter_collect_interval_ms'),))
     if interval is None or not 1 <= interval <= 300:
         problems.append('dcgm_exporter_liveness_interval %r must be 1-300 seconds'
                         % (settings.get('exporter_liveness_interval'),))
+    elif collect is not None and interval * 1000 <= collect:
+        # the exporter refreshes its values once per collect interval: two scrapes closer than that can see the same
+        # energy reading on a healthy exporter
+        problems.append('dcgm_exporter_liveness_interval %d s must be longer than dcgm_exporter_collect_interval_ms '
+                        '(%d ms): the exporter refreshes its values once per collect interval' % (interval, collect))
     expected = _as_int(settings.get('exporter_expected_gpus'))
     if expected is None or expected < 0:
         problems.append('dcgm_exporter_expected_gpus %r must be 0 (what nvidia-smi lists) or a GPU count'

@@ -33,7 +33,7 @@ def settings(**changes):
         'exporter_enabled': True, 'exporter_version': '4.6.0-1', 'exporter_port': 9400,
         'exporter_hostengine': 'localhost:5555', 'exporter_counters': DEFAULTS['dcgm_exporter_counters'],
         'exporter_labels': DEFAULTS['dcgm_exporter_labels'], 'exporter_liveness_enabled': True,
-        'exporter_liveness_interval': 5, 'exporter_expected_gpus': 0,
+        'exporter_liveness_interval': 7, 'exporter_collect_interval_ms': 5000, 'exporter_expected_gpus': 0,
     }
     base.update(changes)
     return base
@@ -44,7 +44,7 @@ def test_the_defaults_pass():
 
 
 def test_templated_numbers_as_strings_pass():
-    assert dcgm_problems(settings(exporter_port='9400', exporter_liveness_interval='5', exporter_expected_gpus='8')) == []
+    assert dcgm_problems(settings(exporter_port='9400', exporter_liveness_interval='7', exporter_expected_gpus='8')) == []
 
 
 def test_the_default_counters_hold_the_contract_fields():
@@ -201,3 +201,13 @@ def test_fewer_gpus_than_the_expected_count_fail():
 def test_an_empty_body_fails():
     result = exporter_liveness('', '')
     assert not result['passed'] and 'no DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION' in result['message']
+
+
+def test_the_liveness_scrapes_must_be_further_apart_than_the_exporters_collect_interval():
+    # dcgm-exporter's own default -c 30000: two scrapes 5 s apart would read the same energy on a healthy exporter
+    assert dcgm_problems(settings(exporter_collect_interval_ms=30000, exporter_liveness_interval=5)) == [
+        'dcgm_exporter_liveness_interval 5 s must be longer than dcgm_exporter_collect_interval_ms (30000 ms): the '
+        'exporter refreshes its values once per collect interval']
+    assert dcgm_problems(settings(exporter_collect_interval_ms=30000, exporter_liveness_interval=31)) == []
+    assert dcgm_problems(settings(exporter_collect_interval_ms=50)) == [
+        'dcgm_exporter_collect_interval_ms 50 must be 100-300000 milliseconds']
