@@ -76,10 +76,12 @@ class Running(object):
         return parse_metrics(self.get()[1])
 
 
-def _start(program, lab, host, csv, remote=True):
+def _start(program, lab, host, csv, remote=True, interval_ms=1000):
+    """The exporter on a free port; it samples every ``interval_ms`` (-c; None: its own default, 30 s)."""
     port = _free_port()
     env = dict(os.environ, AICLUSTER_LAB_HWSIM_DIR=os.path.join(REPO, 'lab', 'hwsim'), **lab.env(host))
     argv = [sys.executable, program, '-f', csv, '-a', '127.0.0.1:%d' % port] + (['-r', 'localhost:5555'] if remote else [])
+    argv += ['-c', str(interval_ms)] if interval_ms else []
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     running = Running(proc, port)
     for dummy in range(100):
@@ -136,12 +138,38 @@ def test_energy_grows_while_fresh_and_the_role_check_passes(exporter):
     assert exporter_liveness(first, second, uuids, 8)['passed']
 
 
+def test_within_one_collect_interval_a_healthy_exporter_serves_the_same_values(program, lab, tmp_path):
+    # the exporter's own default (-c 30000) against scrapes 1.2 s apart: the condition that made a liveness check of
+    # two scrapes 5 s apart fail every healthy node (docs/monitoring.md); the role passes -c and a longer interval
+    running = _start(program, lab, 'gpu01', _csv(tmp_path), interval_ms=None)
+    try:
+        first = running.get()[1]
+        time.sleep(1.2)
+        second = running.get()[1]
+        assert second == first
+        assert not exporter_liveness(first, second)['passed']
+    finally:
+        running.proc.terminate()
+        running.proc.wait(timeout=10)
+    running = _start(program, lab, 'gpu01', _csv(tmp_path), interval_ms=500)
+    try:
+        first = running.get()[1]
+        time.sleep(0.3)
+        assert running.get()[1] == first  # still the same sample
+        time.sleep(0.5)
+        assert exporter_liveness(first, running.get()[1])['passed']  # the next one
+    finally:
+        running.proc.terminate()
+        running.proc.wait(timeout=10)
+
+
 def test_faults_show_on_the_matching_gpu(exporter, lab):
     lab.ok('gpu01', ['hwsim', 'fault', 'xid', '2', '79'])
     lab.ok('gpu01', ['hwsim', 'fault', 'ecc-pending', '3'])
     lab.ok('gpu01', ['hwsim', 'fault', 'row-remap-pending', '4'])
     lab.ok('gpu01', ['hwsim', 'fault', 'nvlink-down', '5', '0'])
     lab.ok('gpu01', ['hwsim', 'fault', 'thermal-throttle', '6'])
+    time.sleep(1.1)  # the next collect interval
     first = exporter.metrics()
     time.sleep(1.1)
     metrics = exporter.metrics()
@@ -159,6 +187,7 @@ def test_faults_show_on_the_matching_gpu(exporter, lab):
 
 def test_a_missing_gpu_is_absent(exporter, lab):
     lab.ok('gpu01', ['hwsim', 'fault', 'gpu-missing', '7'])
+    time.sleep(1.1)
     samples = exporter.metrics()['DCGM_FI_DEV_GPU_UTIL']
     assert len(samples) == 7
     assert 'GPU-4857534d-0001-4000-8000-000000000007' not in [sample['labels']['UUID'] for sample in samples]

@@ -14,6 +14,10 @@ while /health still answers OK, until it is restarted itself
 (gpu-monitoring-tools #188). Without -r it embeds its own host engine and
 never goes stale.
 
+As the real exporter, it samples once per collect interval (-c, milliseconds,
+default 30000) and serves that sample until the next: two scrapes closer
+together than the interval read the same values.
+
 Python standard library (and hwsim, itself standard library + PyYAML).
 """
 import argparse
@@ -254,16 +258,19 @@ def render(counters, gpus):
 
 
 class Exporter(object):
-    """What /metrics serves: fresh samples while connected to the nv-hostengine it started with, else the last ones."""
+    """What /metrics serves: a sample per collect interval while connected to the nv-hostengine it started with, else
+    the last one, frozen."""
 
-    def __init__(self, counters, labels, remote, simulation=None):
+    def __init__(self, counters, labels, remote, interval_ms=30000, simulation=None):
         self.counters = counters
         self.remote = remote
+        self.interval = interval_ms / 1000.0
         self.simulation = simulation or Simulation(counters, labels)
         self.instance = read_instance() if remote else None
         self.frozen = None
         self.lock = threading.Lock()
         self.body = render(counters, self.simulation.sample())
+        self.sampled = time.monotonic()
 
     def stale(self):
         return bool(self.remote) and read_instance() != self.instance
@@ -275,7 +282,10 @@ class Exporter(object):
                 self.frozen = self.body
             if self.frozen is not None:
                 return self.frozen
-            self.body = render(self.counters, self.simulation.sample())
+            now = time.monotonic()
+            if now - self.sampled >= self.interval:  # the collect interval's next sample
+                self.body = render(self.counters, self.simulation.sample())
+                self.sampled = now
             return self.body
 
 
@@ -346,7 +356,10 @@ def main(argv=None):
             return 1
     else:
         log('info', 'Starting embedded hostengine')
-    exporter = Exporter(counters, labels, args.remote_hostengine_info)
+    if args.collect_interval <= 0:
+        log('fatal', 'invalid collect interval %d ms' % args.collect_interval)
+        return 1
+    exporter = Exporter(counters, labels, args.remote_hostengine_info, args.collect_interval)
     server = http.server.ThreadingHTTPServer((host, port), make_handler(exporter))
     log('info', 'Starting webserver on %s' % args.address)
     try:
