@@ -97,25 +97,40 @@ drift: venv collections ## the drift report of the running lab: playbooks/drift.
 	ANSIBLE_CACHE_PLUGIN_CONNECTION=$(LAB_FACTS) ansible-playbook -i $(LAB_INVENTORY) playbooks/drift.yml --check --diff -e aicluster_fail_on_drift=$(if $(FAIL_ON_DRIFT),true,false)
 
 # ------------------------------------------------------------------ tests
+# make test runs its checks as parallel jobs, TEST_JOBS at a time (default 2, this CI machine's cores): the lab checks
+# and molecule scenarios wait on services, SSH and polls much of the time, and the static checks use one core, so two
+# at a time take about a third less wall time than one after another (docs/development.md). Longest first, so the
+# jobs end together; each job's output is printed whole when it ends (--output-sync). TEST_JOBS=1: one at a time.
+TEST_JOBS  ?= 2
+TEST_ORDER := lab-check molecule-slurm molecule-stack molecule-services molecule-verify unit sanity lint \
+              molecule-hwsim build-check molecule-preflight
+TEST_ALL   := $(TEST_ORDER) $(filter-out $(TEST_ORDER),$(addprefix molecule-,$(SCENARIOS)))
+
 .PHONY: test
-test: setup unit lint sanity build-check lab-check molecule ## everything CI runs
+test: setup lab-image ## everything CI runs: unit, lint, sanity, build-check, lab-check, every molecule scenario
+	@echo "test: $(words $(TEST_ALL)) checks, $(TEST_JOBS) at a time: $(TEST_ALL)"
+	@start=$$(date +%s); $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1; \
+	echo "test: all passed in $$(( $$(date +%s) - start )) s"
+
+# With TEST_TIMED (make test's jobs): a line with the check's own wall time when it ends.
+TIMED = $(if $(TEST_TIMED),@start=$$(date +%s); trap 'echo "test: $@ ended with rc $$? in $$(( $$(date +%s) - start )) s"' EXIT;)
 
 .PHONY: unit
 unit: venv collections ## pytest: parsers, modules, filters, lab tooling (tests/unit)
-	$(VENV)/bin/python -m pytest -q tests/unit
+	$(TIMED) $(VENV)/bin/python -m pytest -q tests/unit
 
 .PHONY: lint
 lint: venv collections ## ansible-lint (production profile) and antsibull-docs on every plugin's and role's documentation
-	ansible-lint --offline --profile production
-	cd .collections/ansible_collections/aicluster/infra && antsibull-docs lint-collection-docs --plugin-docs .
+	$(TIMED) ansible-lint --offline --profile production && \
+	  (cd .collections/ansible_collections/aicluster/infra && antsibull-docs lint-collection-docs --plugin-docs .)
 
 .PHONY: sanity
 sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/aicluster/infra
-	scripts/ansible-test-sanity.sh
+	$(TIMED) scripts/ansible-test-sanity.sh
 
 .PHONY: build-check
 build-check: venv ## build the collection tarball, install it into an empty path, resolve it by FQCN
-	scripts/build-check.sh
+	$(TIMED) scripts/build-check.sh
 
 .PHONY: ee-context
 ee-context: build-check ## the execution environment's build context in build/ee/context (docs/awx.md)
@@ -123,11 +138,15 @@ ee-context: build-check ## the execution environment's build context in build/ee
 
 .PHONY: lab-check
 lab-check: lab-image ## tests/lab: the oldest ansible-core admitted, the README's real-cluster path verbatim, two labs side by side (~10 min)
-	$(VENV)/bin/python -m pytest -q tests/lab
+	$(TIMED) $(VENV)/bin/python -m pytest -q tests/lab
 
 .PHONY: molecule
-molecule: lab-image ## every molecule scenario (lab hosts, podman)
+molecule: lab-image ## every molecule scenario (lab hosts, podman), one after another
 	@for s in $(SCENARIOS); do echo "molecule: scenario $$s"; molecule test -s $$s || exit 1; done
+
+.PHONY: $(addprefix molecule-,$(SCENARIOS))
+$(addprefix molecule-,$(SCENARIOS)): molecule-%: lab-image ## one scenario: make molecule-slurm
+	$(TIMED) molecule test -s $*
 
 # The lab benches bring up labs of their own and take minutes; `make bench` runs the others.
 LAB_BENCHES := bench/noop.py bench/fleet.py
