@@ -109,27 +109,32 @@ TEST_ALL   := $(TEST_ORDER) $(filter-out $(TEST_ORDER),$(addprefix molecule-,$(S
 .PHONY: test
 test: setup lab-image ## everything CI runs: unit, lint, sanity, build-check, lab-check, every molecule scenario
 	@echo "test: $(words $(TEST_ALL)) checks, $(TEST_JOBS) at a time: $(TEST_ALL)"
-	@start=$$(date +%s); $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1; \
+	@start=$$(date +%s); $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1 \
+	  NEEDS_VENV= NEEDS_LAB=; \
 	echo "test: all passed in $$(( $$(date +%s) - start )) s"
+
+# What the checks need; make test has made both before its jobs start (empty there, so the jobs start in TEST_ORDER).
+NEEDS_VENV := venv collections
+NEEDS_LAB  := lab-image
 
 # With TEST_TIMED (make test's jobs): a line with the check's own wall time when it ends.
 TIMED = $(if $(TEST_TIMED),@start=$$(date +%s); trap 'echo "test: $@ ended with rc $$? in $$(( $$(date +%s) - start )) s"' EXIT;)
 
 .PHONY: unit
-unit: venv collections ## pytest: parsers, modules, filters, lab tooling (tests/unit)
+unit: $(NEEDS_VENV) ## pytest: parsers, modules, filters, lab tooling (tests/unit)
 	$(TIMED) $(VENV)/bin/python -m pytest -q tests/unit
 
 .PHONY: lint
-lint: venv collections ## ansible-lint (production profile) and antsibull-docs on every plugin's and role's documentation
+lint: $(NEEDS_VENV) ## ansible-lint (production profile) and antsibull-docs on every plugin's and role's documentation
 	$(TIMED) ansible-lint --offline --profile production && \
 	  (cd .collections/ansible_collections/aicluster/infra && antsibull-docs lint-collection-docs --plugin-docs .)
 
 .PHONY: sanity
-sanity: venv ## ansible-test sanity on a copy laid out as ansible_collections/aicluster/infra
+sanity: $(NEEDS_VENV) ## ansible-test sanity on a copy laid out as ansible_collections/aicluster/infra
 	$(TIMED) scripts/ansible-test-sanity.sh
 
 .PHONY: build-check
-build-check: venv ## build the collection tarball, install it into an empty path, resolve it by FQCN
+build-check: $(NEEDS_VENV) ## build the collection tarball, install it into an empty path, resolve it by FQCN
 	$(TIMED) scripts/build-check.sh
 
 .PHONY: ee-context
@@ -137,7 +142,7 @@ ee-context: build-check ## the execution environment's build context in build/ee
 	@echo "ee-context: podman build -t aicluster-ee build/ee/context (needs the base image's registry)"
 
 .PHONY: lab-check
-lab-check: lab-image ## tests/lab: the oldest ansible-core admitted, the README's real-cluster path verbatim, two labs side by side (~10 min)
+lab-check: $(NEEDS_LAB) ## tests/lab: the oldest ansible-core admitted, the README's real-cluster path verbatim, two labs side by side (~10 min)
 	$(TIMED) $(VENV)/bin/python -m pytest -q tests/lab
 
 .PHONY: molecule
@@ -145,7 +150,7 @@ molecule: lab-image ## every molecule scenario (lab hosts, podman), one after an
 	@for s in $(SCENARIOS); do echo "molecule: scenario $$s"; molecule test -s $$s || exit 1; done
 
 .PHONY: $(addprefix molecule-,$(SCENARIOS))
-$(addprefix molecule-,$(SCENARIOS)): molecule-%: lab-image ## one scenario: make molecule-slurm
+$(addprefix molecule-,$(SCENARIOS)): molecule-%: $(NEEDS_LAB) ## one scenario: make molecule-slurm
 	$(TIMED) molecule test -s $*
 
 # The lab benches bring up labs of their own and take minutes; `make bench` runs the others.
