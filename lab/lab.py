@@ -259,7 +259,75 @@ def _load_profile(name):
     return hwsim_profile, hwsim_profile.load(name, os.path.join(HWSIM_DIR, 'profiles'))
 
 
-def rail_plan(lab, profiles, loader=None):
+# A lab beside another moves its rail subnets up by whole steps of the second octet (10.110.0.0/24 -> 10.111.0.0/24 ...):
+# podman refuses a subnet that another network or a host interface already has.
+RAIL_SHIFT_STEP = 1 << 16
+RAIL_SHIFT_MAX = 100
+
+
+def rail_renumbering(subnets, taken, own=None):
+    """Old -> new CIDR for a lab's rail subnets (``subnets``, the profiles'), so that none overlaps ``taken`` (the
+    subnets of other labs' networks and of the host's interfaces). ``own`` (rail network's profile subnet -> the
+    subnet it has now) keeps a lab that is up where it is. Returns {} when the profiles' subnets are free (a lab
+    alone keeps them); raises SystemExit when no shift within RAIL_SHIFT_MAX steps is free."""
+    subnets = sorted(set(subnets))
+    if own:
+        return dict((old, new) for old, new in own.items() if old != new)
+    taken = [ipaddress.ip_network(item, strict=False) for item in taken]
+    for step in range(RAIL_SHIFT_MAX):
+        moved = {}
+        for text in subnets:
+            net = ipaddress.ip_network(text)
+            address = int(net.network_address) + step * RAIL_SHIFT_STEP
+            if address + net.num_addresses > 1 << 32:
+                break
+            moved[text] = ipaddress.ip_network('%s/%d' % (ipaddress.ip_address(address), net.prefixlen))
+        else:
+            if not any(new.overlaps(other) for new in moved.values() for other in taken):
+                return dict((old, str(new)) for old, new in moved.items() if str(new) != old)
+    sys.exit('lab: no free subnets for the rail networks %s within %d shifts of the second octet'
+             % (', '.join(subnets), RAIL_SHIFT_MAX))
+
+
+def podman_networks():
+    """Every podman network as {name: (label value of LABEL or None, [subnets])}."""
+    result = podman('network', 'ls', '--format', 'json', check=False)
+    networks = {}
+    for item in json.loads(result.stdout or '[]') if result.returncode == 0 else []:
+        networks[item['name']] = ((item.get('labels') or {}).get(LABEL),
+                                  [entry['subnet'] for entry in item.get('subnets') or []])
+    return networks
+
+
+def host_subnets():
+    """The IPv4 subnets of the host's own interfaces (podman's bridges included)."""
+    result = run(['ip', '-j', '-4', 'addr', 'show'], check=False)
+    subnets = []
+    for link in json.loads(result.stdout or '[]') if result.returncode == 0 else []:
+        for entry in link.get('addr_info') or []:
+            subnets.append('%s/%s' % (entry['local'], entry['prefixlen']))
+    return subnets
+
+
+def lab_renumbering(lab, networks):
+    """rail_renumbering for lab ``lab`` whose rail networks (rail_plan's, the profiles' subnets) are ``networks``:
+    when all its rail networks exist they keep their subnets (some but not all stop it: their subnets and the
+    profiles' could disagree); else the rails avoid every other network's subnet and the host's own."""
+    existing = podman_networks()
+    own = dict((spec['subnet'], existing[net][1][0]) for net, spec in networks.items()
+               if net in existing and existing[net][1])
+    mine = set(networks) | {network_name(lab)}
+    taken = [subnet for name, (label, subnets) in existing.items() if name not in mine for subnet in subnets]
+    bridges = set(subnet for name, (label, subnets) in existing.items() if name in mine for subnet in subnets)
+    taken += [subnet for subnet in host_subnets()
+              if not any(ipaddress.ip_network(subnet, strict=False).subnet_of(ipaddress.ip_network(b)) for b in bridges)]
+    if own and len(own) != len(networks):
+        sys.exit('lab: lab %s has %d of its %d rail networks (an interrupted up, or another profile): '
+                 '`lab.py down --name %s`, then up' % (lab, len(own), len(networks), lab))
+    return rail_renumbering([spec['subnet'] for spec in networks.values()], taken, own or None)
+
+
+def rail_plan(lab, profiles, loader=None, renumber=None):
     """The rail networks of a lab and each host's attachments, from the hosts' hardware profiles.
 
     ``profiles``: host -> profile name (hosts in inventory order; the host index
@@ -269,12 +337,14 @@ def rail_plan(lab, profiles, loader=None):
     name)]. Only GPU-fabric ports (role compute, a rail) with an
     ``ipv4_network`` get a network; the gateway is the subnet's last address,
     so host index 1 keeps ``.1``. Two profiles giving one rail network
-    different subnets is an error (SystemExit).
+    different subnets is an error (SystemExit). ``renumber`` (old -> new CIDR, lab_renumbering) moves the
+    profiles' subnets for a lab beside another; hwsim gets the same map (inventory ``hwsim_ipv4_networks``).
     """
     loader = loader or _load_profile
     networks, attachments = {}, {}
     for index, (host, name) in enumerate((h, p) for h, p in profiles.items() if p):
         module, data = loader(name)
+        data = module.renumber_ipv4(data, renumber) if renumber else data
         for hca in data.get('hcas') or []:
             if hca.get('role') != 'compute' or hca.get('rail') is None:
                 continue
@@ -386,11 +456,12 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts, profiles=None):
+def inventory_text(lab, hosts, profiles=None, ipv4_networks=None):
     """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
 
     ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
-    not in it have no simulated hardware.
+    not in it have no simulated hardware. ``ipv4_networks``: the lab's rail renumbering
+    (lab_renumbering), passed to hwsim's fabric as ``hwsim_ipv4_networks``.
     """
     profiles = profiles or {}
     controller = [h for h in hosts if h.startswith('ctl')]
@@ -414,6 +485,11 @@ def inventory_text(lab, hosts, profiles=None):
         '    ansible_ssh_private_key_file: %s' % SSH_KEY,
         '    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR',
         '    aicluster_lab_name: %s' % lab,
+    ]
+    if ipv4_networks:
+        lines.append('    hwsim_ipv4_networks:')
+        lines += ['      - %s=%s' % item for item in sorted(ipv4_networks.items())]
+    lines += [
         '  hosts:',
     ]
     for host, addr in hosts.items():
@@ -479,7 +555,10 @@ def cmd_up(args):
     vol = ensure_volume(args.name)
     hosts = host_names(args.compute)
     profiles = host_profiles(hosts, args.profile, args.host_profile)
-    rail_networks, rails = rail_plan(args.name, profiles) if not args.no_hwsim else ({}, {})
+    renumber = {}
+    if not args.no_hwsim:
+        renumber = lab_renumbering(args.name, rail_plan(args.name, profiles)[0])
+    rail_networks, rails = rail_plan(args.name, profiles, renumber=renumber) if not args.no_hwsim else ({}, {})
     ensure_rail_networks(args.name, rail_networks)
     names = [ensure_container(args.name, host, image, net, vol, rails.get(host)) for host in hosts]
     addresses = {}
@@ -495,7 +574,7 @@ def cmd_up(args):
             podman('rm', '-f', '-t', '10', name)
             log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
     prepare_inventory_dir(args.inventory)
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles)):
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)

@@ -10,13 +10,14 @@ else.
     build.py [build] [--out DIR] [--force]
                         build the tree and print its path; without --out it is
                         cached as lab/.state/mirror-<hash> (the hash covers
-                        this file, which holds the package definitions, and
-                        lab/mirror/files/), so an unchanged recipe builds nothing
+                        the *.py files here, lab/mirror/files/ and the
+                        repository snapshot lab/mirror/snapshot/), so an
+                        unchanged recipe builds nothing
     build.py pack TREE OUT.tar
                         a reproducible tar of a built tree (what install.yml copies)
     build.py hash       the recipe hash
 
-Python 3.11 standard library, dpkg-deb and gpg. The .deb files and the
+Python 3.11 standard library and PyYAML (for snapshot/*.yml), dpkg-deb and gpg. The .deb files and the
 Packages indexes are byte-for-byte reproducible (fixed mtimes through
 SOURCE_DATE_EPOCH, sorted names, root:root); the key, the signatures and the
 Release files' Date are made at build time, the Date so that apt's
@@ -51,18 +52,10 @@ ARCH = 'amd64'
 MODULE_VERSION_ENV = 'AICLUSTER_LAB_MODULE_VERSION_FILE'
 
 # ------------------------------------------------------------------ the package definitions
-# One line per version. The "current" set is the default BOM's (roles/bom); the other is the upgrade step.
-
-# nvidia-driver, libnvidia-ml1, nvidia-kernel-open-dkms, nvidia-kernel-dkms, nvidia-fabricmanager-<branch>,
-# nvidia-imex-<branch> at each version (branch = the version's first field).
-DRIVER_VERSIONS = [
-    '580.82.07-1',
-    '580.95.05-1',
-]
-# cuda-drivers and cuda-drivers-<branch> (what the `cuda` metapackage drags in).
-CUDA_DRIVERS_VERSIONS = [
-    '580.95.05-1',
-]
+# The driver side (driver, NVML, both DKMS flavours, fabric manager, IMEX, NSCQ, NVSDM, cuda-drivers) and DOCA-OFED
+# come from the repository snapshot (snapshot/*.yml: real names, versions, Provides, Depends, each with its source);
+# nothing of them is named here. The toolkit and the `cuda` metapackage are below.
+SNAPSHOT = os.path.join(HERE, 'snapshot')
 # (toolkit package, version, the nvcc compiler version of that release)
 CUDA_TOOLKITS = [
     ('cuda-toolkit-12-9', '12.9.0-1', '12.9.41'),
@@ -71,11 +64,6 @@ CUDA_TOOLKITS = [
 # (`cuda` metapackage version, the toolkit package it depends on): it also Depends on cuda-drivers, the trap.
 CUDA_METAPACKAGES = [
     ('12.9.1-1', 'cuda-toolkit-12-9'),
-]
-# (doca-ofed version, the mlnx-ofed-kernel-dkms/-utils version it depends on exactly)
-DOCA_VERSIONS = [
-    ('2.9.1-1', '24.10.OFED.24.10.1.1.4.1-1'),
-    ('2.9.2-1', '24.10.OFED.24.10.2.1.8.1-1'),
 ]
 
 NVIDIA_KOS = 'nvidia nvidia-modeset nvidia-drm nvidia-peermem nvidia-uvm'
@@ -178,73 +166,136 @@ def _daemon(name, version, program, version_line, mismatch, config, log, pid_fil
     return b'#!/usr/bin/python3\n' + body
 
 
-def driver_packages(version):
-    up, br = upstream(version), branch(version)
+def load_snapshot(name):
+    """One repository's snapshot (snapshot/NAME.yml) as a dict."""
+    import yaml  # PyYAML: the controller's Ansible brings it; imported here so the rest stays standard library
+    with open(os.path.join(SNAPSHOT, name + '.yml'), encoding='utf-8') as handle:
+        return yaml.safe_load(handle)
+
+
+def snapshot_entries(snapshot):
+    """Every package version a CUDA snapshot lists, as dicts: name, version, upstream, branch, component, flavour,
+    depends, provides, conflicts (``{upstream}`` filled in). Packages with a version of their own (``pinned:
+    false``, no revision) are built at their ``versions``, and left out where the snapshot records none."""
+    entries = []
+    for branch_name, branch_data in sorted(snapshot.get('branches', {}).items()):
+        for spec in branch_data['packages']:
+            if 'revision' in spec:
+                versions = ['%s-%s' % (up, spec['revision']) for up in spec.get('upstream') or branch_data['upstream']]
+            else:
+                # a version of its own (nvlsm): the snapshot's ``versions``, when it records any
+                versions = list(spec.get('versions') or [])
+            for version in versions:
+                up = upstream(version)
+                entries.append({
+                    'name': spec['name'], 'version': version, 'upstream': up,
+                    'branch': str(branch_name), 'component': spec['component'], 'flavour': spec.get('flavour'),
+                    'depends': [item.replace('{upstream}', up) for item in spec.get('depends') or []],
+                    'provides': [item.replace('{upstream}', up) for item in spec.get('provides') or []],
+                    'conflicts': [item.replace('{upstream}', up) for item in spec.get('conflicts') or []]})
+    return entries
+
+
+def _nvml(entry):
     lib = '/usr/lib/x86_64-linux-gnu/libnvidia-ml.so'
-    pkgs = [
-        package('cuda', 'nvidia-driver', version, 'NVIDIA metapackage',
-                depends=['libnvidia-ml1 (= %s)' % version,
-                         'nvidia-kernel-open-dkms (= %s) | nvidia-kernel-dkms (= %s)' % (version, version)]),
-        package('cuda', 'libnvidia-ml1', version, 'NVIDIA Management Library (NVML) runtime library',
-                section='non-free/libs', triggers='activate-noawait ldconfig\n',
-                files={'%s.%s' % (lib, up): (0o644, elf_library('libnvidia-ml.so.1', 'NVML stand-in %s' % up)),
-                       '%s.1' % lib: ('link', 'libnvidia-ml.so.%s' % up)}),
-    ]
-    for flavour, name, other in (('open', 'nvidia-kernel-open-dkms', 'nvidia-kernel-dkms'),
-                                 ('proprietary', 'nvidia-kernel-dkms', 'nvidia-kernel-open-dkms')):
-        values = {'package': name, 'version': version, 'module': 'nvidia', 'upstream': up}
-        dkms_conf = ('PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="%s"\nAUTOINSTALL="yes"\n' % up
-                     + ''.join('BUILT_MODULE_NAME[%d]="%s"\nDEST_MODULE_LOCATION[%d]="/updates/dkms"\n' % (i, ko, i)
-                               for i, ko in enumerate(NVIDIA_KOS.split())))
-        pkgs.append(package(
-            'cuda', name, version, 'NVIDIA binary kernel module DKMS source (%s flavour)' % flavour,
-            section='non-free/kernel', conflicts=[other], provides=['nvidia-kernel-dkms-any (= %s)' % version],
-            files={'/usr/src/nvidia-%s/dkms.conf' % up: (0o644, dkms_conf.encode())},
-            scripts={'postinst': template('dkms-postinst.sh', flavour=flavour, kos=NVIDIA_KOS, **values),
-                     'prerm': template('dkms-prerm.sh', **values)}))
-    fm_name, fm_config = 'nvidia-fabricmanager-%s' % br, '/usr/share/nvidia/nvswitch/fabricmanager.cfg'
-    fm_pid = '/run/nvidia-fabricmanager/nv-fabricmanager.pid'
-    fm_values = {'package': fm_name, 'version': version, 'unit': 'nvidia-fabricmanager.service'}
-    fm_daemon = _daemon(fm_name, version, 'nv-fabricmanager', 'Fabric Manager version is : %s' % up, FM_MISMATCH,
-                        fm_config, '/var/log/fabricmanager.log', fm_pid)
-    pkgs.append(package(
-        'cuda', fm_name, version, 'Fabric Manager for NVSwitch based systems', section='non-free/utils',
-        files={'/usr/bin/nv-fabricmanager': (0o755, fm_daemon),
+    up = entry['upstream']
+    return {'%s.%s' % (lib, up): (0o644, elf_library('libnvidia-ml.so.1', 'NVML stand-in %s' % up)),
+            '%s.1' % lib: ('link', 'libnvidia-ml.so.%s' % up)}
+
+
+def _dkms(repo, entry, flavour):
+    name, version, up = entry['name'], entry['version'], entry['upstream']
+    values = {'package': name, 'version': version, 'module': 'nvidia', 'upstream': up}
+    dkms_conf = ('PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="%s"\nAUTOINSTALL="yes"\n' % up
+                 + ''.join('BUILT_MODULE_NAME[%d]="%s"\nDEST_MODULE_LOCATION[%d]="/updates/dkms"\n' % (i, ko, i)
+                           for i, ko in enumerate(NVIDIA_KOS.split())))
+    return package(
+        repo, name, version, 'NVIDIA binary kernel module DKMS source (%s flavour)' % flavour,
+        section='non-free/kernel', conflicts=entry['conflicts'], provides=entry['provides'],
+        files={'/usr/src/nvidia-%s/dkms.conf' % up: (0o644, dkms_conf.encode())},
+        scripts={'postinst': template('dkms-postinst.sh', flavour=flavour, kos=NVIDIA_KOS, **values),
+                 'prerm': template('dkms-prerm.sh', **values)})
+
+
+def _fabricmanager(repo, entry):
+    name, version, up = entry['name'], entry['version'], entry['upstream']
+    config, pid = '/usr/share/nvidia/nvswitch/fabricmanager.cfg', '/run/nvidia-fabricmanager/nv-fabricmanager.pid'
+    values = {'package': name, 'version': version, 'unit': 'nvidia-fabricmanager.service'}
+    daemon = _daemon(name, version, 'nv-fabricmanager', 'Fabric Manager version is : %s' % up, FM_MISMATCH,
+                     config, '/var/log/fabricmanager.log', pid)
+    return package(
+        repo, name, version, 'Fabric Manager for NVSwitch based systems', section='non-free/utils',
+        provides=entry['provides'], depends=entry['depends'], conflicts=entry['conflicts'],
+        files={'/usr/bin/nv-fabricmanager': (0o755, daemon),
                '/lib/systemd/system/nvidia-fabricmanager.service': (0o644, _unit(
-                   'NVIDIA fabric manager service', 'nv-fabricmanager', fm_config, fm_pid)),
-               fm_config: (0o644, b'LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/fabricmanager.log\nLOG_APPEND_TO_LOG=1\n'
-                                  b'DAEMONIZE=1\nBIND_INTERFACE_IP=127.0.0.1\nSTARTING_TCP_PORT=16000\n'
-                                  b'FABRIC_MODE=0\nFM_STAY_RESIDENT_ON_FAILURES=0\n')},
-        scripts={'postinst': template('service-postinst.sh', **fm_values),
-                 'prerm': template('service-prerm.sh', **fm_values)}))
-    imex_name, imex_config = 'nvidia-imex-%s' % br, '/etc/nvidia-imex/config.cfg'
-    imex_pid = '/run/nvidia-imex/nvidia-imex.pid'
-    imex_values = {'package': imex_name, 'version': version, 'unit': 'nvidia-imex.service'}
-    imex_daemon = _daemon(imex_name, version, 'nvidia-imex', 'IMEX version is: %s' % up, IMEX_MISMATCH,
-                          imex_config, '/var/log/nvidia-imex.log', imex_pid)
-    pkgs.append(package(
-        'cuda', imex_name, version, 'NVIDIA IMEX service for multi-node NVLink memory export',
-        section='non-free/utils', conffiles=[imex_config, '/etc/nvidia-imex/nodes_config.cfg'],
-        files={'/usr/bin/nvidia-imex': (0o755, imex_daemon),
-               '/lib/systemd/system/nvidia-imex.service': (0o644, _unit(
-                   'NVIDIA IMEX service', 'nvidia-imex', imex_config, imex_pid)),
-               imex_config: (0o644, b'LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/nvidia-imex.log\nLOG_APPEND_TO_LOG=1\n'
-                                    b'DAEMONIZE=1\nSERVER_PORT=50000\n'
-                                    b'IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n'),
+                   'NVIDIA fabric manager service', 'nv-fabricmanager', config, pid)),
+               config: (0o644, b'LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/fabricmanager.log\nLOG_APPEND_TO_LOG=1\n'
+                               b'DAEMONIZE=1\nBIND_INTERFACE_IP=127.0.0.1\nSTARTING_TCP_PORT=16000\n'
+                               b'FABRIC_MODE=0\nFM_STAY_RESIDENT_ON_FAILURES=0\n')},
+        scripts={'postinst': template('service-postinst.sh', **values),
+                 'prerm': template('service-prerm.sh', **values)})
+
+
+def _imex(repo, entry):
+    name, version, up = entry['name'], entry['version'], entry['upstream']
+    config, pid = '/etc/nvidia-imex/config.cfg', '/run/nvidia-imex/nvidia-imex.pid'
+    values = {'package': name, 'version': version, 'unit': 'nvidia-imex.service'}
+    daemon = _daemon(name, version, 'nvidia-imex', 'IMEX version is: %s' % up, IMEX_MISMATCH, config,
+                     '/var/log/nvidia-imex.log', pid)
+    return package(
+        repo, name, version, 'NVIDIA IMEX service for multi-node NVLink memory export', section='non-free/utils',
+        provides=entry['provides'], depends=entry['depends'], conflicts=entry['conflicts'],
+        conffiles=[config, '/etc/nvidia-imex/nodes_config.cfg'],
+        files={'/usr/bin/nvidia-imex': (0o755, daemon),
+               '/lib/systemd/system/nvidia-imex.service': (0o644, _unit('NVIDIA IMEX service', 'nvidia-imex', config,
+                                                                        pid)),
+               config: (0o644, b'LOG_LEVEL=4\nLOG_FILE_NAME=/var/log/nvidia-imex.log\nLOG_APPEND_TO_LOG=1\n'
+                               b'DAEMONIZE=1\nSERVER_PORT=50000\n'
+                               b'IMEX_NODE_CONFIG_FILE=/etc/nvidia-imex/nodes_config.cfg\n'),
                '/etc/nvidia-imex/nodes_config.cfg': (0o644, b'')},
-        scripts={'postinst': template('service-postinst.sh', **imex_values),
-                 'prerm': template('service-prerm.sh', **imex_values)}))
-    return pkgs
+        scripts={'postinst': template('service-postinst.sh', **values),
+                 'prerm': template('service-prerm.sh', **values)})
 
 
-def cuda_drivers_packages(version):
-    named = 'cuda-drivers-%s' % branch(version)
-    return [
-        package('cuda', 'cuda-drivers', version, 'CUDA Driver meta-package, branch-agnostic',
-                depends=['%s (= %s)' % (named, version)]),
-        package('cuda', named, version, 'CUDA Driver meta-package, branch-specific',
-                depends=['nvidia-driver (>= %s)' % version]),
-    ]
+# component -> (description, section) of the stand-ins that are only their control fields
+PLAIN = {
+    'driver': ('NVIDIA metapackage', 'non-free/misc'),
+    'nscq': ('NVSwitch configuration and query library (NSCQ)', 'non-free/libs'),
+    'nvsdm': ('NVSwitch device monitoring library (NVSDM)', 'non-free/libs'),
+    'nvlsm': ('NVLink subnet manager (NVLSM) for NVLink 5 switch trays', 'non-free/utils'),
+    'cuda-drivers': ('CUDA Driver meta-package', 'non-free/misc'),
+}
+
+
+def snapshot_package(repo, entry):
+    """The stand-in of one snapshot entry, by its component: the behaviours lab/mirror/README.md describes."""
+    component = entry['component']
+    if component in ('kernel_modules_open', 'kernel_modules_proprietary'):
+        return _dkms(repo, entry, component.rsplit('_', 1)[1])
+    if component == 'fabricmanager':
+        return _fabricmanager(repo, entry)
+    if component == 'imex':
+        return _imex(repo, entry)
+    if component == 'libraries':
+        return package(repo, entry['name'], entry['version'], 'NVIDIA Management Library (NVML) runtime library',
+                       section='non-free/libs', triggers='activate-noawait ldconfig\n', files=_nvml(entry),
+                       depends=entry['depends'], provides=entry['provides'], conflicts=entry['conflicts'])
+    if component not in PLAIN:
+        raise ValueError('snapshot: %s %s: no stand-in for component %r' % (entry['name'], entry['version'], component))
+    description, section = PLAIN[component]
+    return package(repo, entry['name'], entry['version'], description, section=section, depends=entry['depends'],
+                   provides=entry['provides'], conflicts=entry['conflicts'])
+
+
+def snapshot_repositories():
+    """The snapshots the lab serves: [(repo, snapshot)] for every snapshot/*.yml with a ``lab:`` repository."""
+    found = []
+    for name in sorted(os.listdir(SNAPSHOT)):
+        if name.endswith('.yml'):
+            data = load_snapshot(name[:-4])
+            if data.get('lab'):
+                found.append((data['lab'], data))
+    return found
 
 
 def toolkit_package(name, version, nvcc):
@@ -263,20 +314,20 @@ def cuda_metapackage(version, toolkit):
                    depends=['%s (>= %s)' % (toolkit, version), 'cuda-drivers'])
 
 
-def doca_packages(doca_version, kernel_version):
+def doca_packages(repo, doca_version, kernel_version):
     kup = upstream(kernel_version)
     values = {'version': kernel_version, 'module': 'mlnx-ofed-kernel', 'upstream': kup}
     dkms_conf = ('PACKAGE_NAME="mlnx-ofed-kernel"\nPACKAGE_VERSION="%s"\nAUTOINSTALL="yes"\n' % kup).encode()
     return [
-        package('doca', 'doca-ofed', doca_version, 'DOCA-OFED meta-package (DOCA %s)' % upstream(doca_version),
+        package(repo, 'doca-ofed', doca_version, 'DOCA-OFED meta-package (DOCA %s)' % upstream(doca_version),
                 depends=['mlnx-ofed-kernel-dkms (= %s)' % kernel_version,
                          'mlnx-ofed-kernel-utils (= %s)' % kernel_version]),
-        package('doca', 'mlnx-ofed-kernel-dkms', kernel_version, 'DKMS support for mlnx-ofed kernel modules',
+        package(repo, 'mlnx-ofed-kernel-dkms', kernel_version, 'DKMS support for mlnx-ofed kernel modules',
                 section='kernel', files={'/usr/src/mlnx-ofed-kernel-%s/dkms.conf' % kup: (0o644, dkms_conf)},
                 scripts={'postinst': template('dkms-postinst.sh', package='mlnx-ofed-kernel-dkms', flavour='mlnx',
                                               kos=MLNX_KOS, **values),
                          'prerm': template('dkms-prerm.sh', package='mlnx-ofed-kernel-dkms', **values)}),
-        package('doca', 'mlnx-ofed-kernel-utils', kernel_version, 'Userspace tools to restart and tune mlnx-ofed kernel modules',
+        package(repo, 'mlnx-ofed-kernel-utils', kernel_version, 'Userspace tools to restart and tune mlnx-ofed kernel modules',
                 section='net', files={'/usr/bin/ofed_info': (0o755, template(
                     'ofed_info.sh', package='mlnx-ofed-kernel-utils', version=kernel_version,
                     ofed=ofed_release(kernel_version)))}),
@@ -315,14 +366,13 @@ def all_packages():
     for name in EXTENSIONS:
         if os.path.exists(os.path.join(HERE, name + '.py')):
             pkgs += _extension(name).packages(package, template)
-    for version in DRIVER_VERSIONS:
-        pkgs += driver_packages(version)
-    for version in CUDA_DRIVERS_VERSIONS:
-        pkgs += cuda_drivers_packages(version)
+    for repo, snapshot in snapshot_repositories():
+        if 'releases' in snapshot:  # DOCA: doca-ofed and its exact kernel pair, per release
+            pkgs += [spec for row in snapshot['releases'] for spec in doca_packages(repo, row['doca'], row['kernel'])]
+        else:
+            pkgs += [snapshot_package(repo, entry) for entry in snapshot_entries(snapshot)]
     pkgs += [toolkit_package(*row) for row in CUDA_TOOLKITS]
     pkgs += [cuda_metapackage(*row) for row in CUDA_METAPACKAGES]
-    for row in DOCA_VERSIONS:
-        pkgs += doca_packages(*row)
     return sorted(pkgs, key=lambda p: (p['repo'], p['name'], p['version']))
 
 
@@ -486,7 +536,8 @@ def build(out):
 def recipe_hash():
     digest = hashlib.sha256()
     paths = sorted(os.path.join(HERE, name) for name in os.listdir(HERE) if name.endswith('.py'))
-    paths += sorted(os.path.join(root, name) for root, _dirs, names in os.walk(FILES) for name in names)
+    paths += sorted(os.path.join(root, name) for folder in (FILES, SNAPSHOT)
+                    for root, _dirs, names in os.walk(folder) for name in names)
     for path in paths:
         digest.update(os.path.relpath(path, HERE).encode() + b'\0')
         with open(path, 'rb') as handle:

@@ -21,6 +21,7 @@ _FUNCTIONS = {
     'driver_plan': 'nvidia_driver',
     'driver_problems': 'nvidia_packages',
     'driver_state': 'nvidia_driver',
+    'persistence': 'nvidia_driver',
 }
 
 
@@ -54,6 +55,10 @@ def _nvidia_driver_state(observed, plan):
     return _call('nvidia_driver_state', 'driver_state', _dict(plan), _dict(observed))
 
 
+def _nvidia_driver_persistence(observed):
+    return _call('nvidia_driver_persistence', 'persistence', _dict(observed))
+
+
 def _cuda_problems(settings):
     return _call('cuda_problems', 'cuda_problems', _dict(settings))
 
@@ -67,5 +72,6 @@ class FilterModule(object):
             'nvidia_driver_candidates': _nvidia_driver_candidates,
             'nvidia_driver_plan': _nvidia_driver_plan,
             'nvidia_driver_state': _nvidia_driver_state,
+            'nvidia_driver_persistence': _nvidia_driver_persistence,
             'cuda_problems': _cuda_problems,
         }

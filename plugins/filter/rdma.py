@@ -41,6 +41,10 @@ def _rdma_device_check(query, require=False, check_mode=False):
                  check_mode=boolean(check_mode, strict=False))
 
 
+def _rdma_nvidia_dkms_rebuild(changed_modules, nvidia_versions, kernels):
+    return _call('rdma_nvidia_dkms_rebuild', 'nvidia_dkms_rebuild', changed_modules, nvidia_versions, kernels)
+
+
 class FilterModule(object):
     """aicluster.infra rdma role filters."""
 
@@ -50,4 +54,5 @@ class FilterModule(object):
             'rdma_kernel_module_packages': _rdma_kernel_module_packages,
             'rdma_firmware_report': _rdma_firmware_report,
             'rdma_device_check': _rdma_device_check,
+            'rdma_nvidia_dkms_rebuild': _rdma_nvidia_dkms_rebuild,
         }

@@ -147,9 +147,11 @@ def bom_problems(bom, require=()):
     branch, version = driver.get('branch'), driver.get('version')
     if not isinstance(branch, str) or not BRANCH.match(branch):
         problems.append('aicluster_bom.nvidia_driver.branch must be a driver branch such as "580" (got %r)' % (branch,))
-    if not _version(version):
-        problems.append('aicluster_bom.nvidia_driver.version must be an exact Debian version such as "580.95.05-1" '
-                        '(got %r)' % (version,))
+    # the driver package's own exact version, revision included (Debian 580.95.05-1, Ubuntu 580.95.05-0ubuntu1);
+    # the fabric manager and IMEX are pinned to its upstream part at their own revision (docs/stack.md)
+    if not _version(version) or '-' not in str(version):
+        problems.append('aicluster_bom.nvidia_driver.version must be the driver package\'s exact Debian version with '
+                        'its revision, such as "580.95.05-1" (Ubuntu: "580.95.05-0ubuntu1") (got %r)' % (version,))
     elif isinstance(branch, str) and not str(version).startswith(branch + '.'):
         problems.append('aicluster_bom.nvidia_driver.version %s is not of branch %s' % (version, branch))
     for (section, key), allowed in sorted(CHOICES.items()):

@@ -338,17 +338,22 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
     For RoCE (Ethernet) ``NCCL_IB_GID_INDEX`` is the ports' common RoCE v2
     GID index.  ``NCCL_SOCKET_IFNAME`` is set when ``socket_ifname`` is
     given; anything else (NCCL_IB_TC, NCCL_IB_SL, ...) only via ``extra``,
-    which is applied last.  Raises ValueError when no port qualifies, an
-    included HCA is missing or down, or RoCE ports disagree on the GID index.
+    which is applied last.  NVSwitch bridge functions (ib_info
+    ``nvswitch_bridge``/``nvswitch_bridges``) are never candidates.  Raises
+    ValueError when no port qualifies, an included HCA is missing or down, or
+    RoCE ports disagree on the GID index.
     """
     if not isinstance(ib_info, dict) or not isinstance(ib_info.get('hcas'), list):
         raise ValueError('ib_info must be the ib_info facts: a dict with an hcas list')
     include = _name_list(hca_include, 'hca_include')
     exclude = _name_list(hca_exclude, 'hca_exclude')
     ports = []
+    bridges = set(ib_info.get('nvswitch_bridges') or [])
     for hca in ib_info['hcas']:
         if not isinstance(hca, dict) or not hca.get('name'):
             raise ValueError('every HCA in ib_info.hcas needs a name, got %r' % (hca,))
+        if hca.get('nvswitch_bridge') or hca['name'] in bridges:
+            continue  # an NVSwitch bridge function (HGX B200/B300) carries no NCCL traffic
         for port in hca.get('ports') or []:
             ports.append((hca['name'], port))
     active = [(name, port) for name, port in ports if _is_active(port)]

@@ -155,6 +155,13 @@ def _exporter_problems(settings):
                         % (settings.get('exporter_hostengine'),))
     counters = settings.get('exporter_counters')
     problems.extend(_counter_problems(counters, 'dcgm_exporter_counters'))
+    if 'exporter_nvswitch_enabled' in settings:
+        if not isinstance(settings.get('exporter_nvswitch_enabled'), bool):
+            problems.append('dcgm_exporter_nvswitch_enabled must be true or false (got %r)'
+                            % (settings.get('exporter_nvswitch_enabled'),))
+        elif settings['exporter_nvswitch_enabled']:
+            problems.extend(_counter_problems(settings.get('exporter_nvswitch_counters'),
+                                              'dcgm_exporter_nvswitch_counters'))
     labels = settings.get('exporter_labels') or []
     if not isinstance(labels, list) or any(not _FIELD_RE.match(str(label)) for label in labels):
         problems.append('dcgm_exporter_labels must list DCGM field names (DCGM_FI_DRIVER_VERSION)')

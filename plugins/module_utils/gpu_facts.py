@@ -251,6 +251,41 @@ def fabric_states(q_result):
     return found
 
 
+# A GPU without an NVSwitch fabric (PCIe and NVL cards) prints N/A (R530+); "Not Supported" where the driver says so.
+FABRIC_ABSENT = ('n/a', '[n/a]', 'not supported', '[not supported]', '')
+
+
+def fabric_label(state, status):
+    """None when a GPU's fabric registration is done (``Completed``/``Success``) or the GPU has no NVSwitch fabric,
+    else what to say about it: the State (``In Progress``, ``Not Started``), or ``Completed/<Status>`` when the
+    fabric manager finished with an error.
+
+    The states follow the fabric manager's registration (``Not Started`` -> ``In Progress`` -> ``Completed``,
+    NVIDIA/NVSentinel #883); nvidia-smi -q prints them in each GPU's ``Fabric`` section (State, Status) and
+    ``--query-gpu=fabric.state,fabric.status`` prints the same values. files/aicluster-healthcheck of the slurm role
+    keeps a copy (standard library only), held equal by a unit test.
+    """
+    state = str(state if state is not None else '').strip()
+    status = str(status if status is not None else '').strip()
+    if state.lower() in FABRIC_ABSENT:
+        return None
+    if state == 'Completed' and status == 'Success':
+        return None
+    return '%s/%s' % (state, status or 'N/A') if state == 'Completed' else state
+
+
+def fabric_unregistered(states):
+    """``{gpu: label}`` of the GPUs whose NVSwitch fabric registration is not ``Completed``/``Success``, from
+    ``{gpu: (State, Status)}`` (:func:`fabric_states` of a parsed ``nvidia-smi -q``, or the rows of
+    ``--query-gpu=index,fabric.state,fabric.status``). GPUs without a fabric are left out."""
+    found = {}
+    for gpu, (state, status) in (states or {}).items():
+        label = fabric_label(state, status)
+        if label:
+            found[gpu] = label
+    return found
+
+
 IDENTITY_KEYS = ('serial', 'vbios_version', 'board_part_number')
 
 

@@ -13,37 +13,65 @@ __metaclass__ = type
 
 import re
 
-# The package names of one driver branch, by OS. {branch} is the branch ("580"); {open} is "-open" for the open
+from ansible_collections.aicluster.infra.plugins.module_utils.pinned_packages import upstream_of
+
+# ``1:580.95.05-1`` -> ``580.95.05``; '' for '' (re-exported: nvidia_driver and the tests read it from here)
+upstream_version = upstream_of
+
+# The package names of one driver branch, by OS: lab/mirror/snapshot/*.yml holds the real repositories' names,
+# versions and Provides with their sources, and tests/unit/plugins/module_utils/test_nvidia_packages_snapshot.py
+# checks every name asked for here against them. {branch} is the branch ("580"); {open} is "-open" for the open
 # kernel modules and "" for the proprietary ones, where the OS names the driver after its flavour.
+# A (from_580, below_580) pair: from branch 580 NVIDIA's CUDA repositories name the fabric manager, IMEX, NSCQ and
+# NVSDM packages without the branch; nvidia-fabricmanager-580 and libnvsdm-580 are then only names the new packages
+# provide, and `apt-get install nvidia-fabricmanager-580=580.x-1` fails "Version ... was not found"
+# (NVIDIA/gpu-driver-container pull request #451, issue #585, ubuntu22.04/install.sh at 091f60d). Below 580 the
+# names carry -<branch> (IMEX from 550, NVSDM from 570). nvlsm (NVLink5 systems, B200) has one name and a version of
+# its own (gpu-driver-container installs it unpinned; gpu-operator issue #2781).
 # Debian: NVIDIA's CUDA repository for Debian 12 (the names the lab's mirror serves, proven in molecule/stack).
-# Ubuntu and RedHat: the names of NVIDIA's driver installation guide for branch 580, never run here (README.md).
-PACKAGE_NAMES = {
-    'Debian': {
-        'driver': 'nvidia-driver',
-        'libraries': ['libnvidia-ml1'],
-        'kernel_modules_open': 'nvidia-kernel-open-dkms',
-        'kernel_modules_proprietary': 'nvidia-kernel-dkms',
-        'fabricmanager': 'nvidia-fabricmanager-{branch}',
-        'imex': 'nvidia-imex-{branch}',
-    },
-    'Ubuntu': {
-        'driver': 'nvidia-driver-{branch}{open}',
-        'libraries': ['libnvidia-compute-{branch}'],
-        'kernel_modules_open': 'nvidia-dkms-{branch}-open',
-        'kernel_modules_proprietary': 'nvidia-dkms-{branch}',
-        'fabricmanager': 'nvidia-fabricmanager-{branch}',
-        'imex': 'nvidia-imex-{branch}',
-    },
-    'RedHat': {
-        'driver': 'nvidia-driver',
-        'libraries': ['libnvidia-ml'],
-        'kernel_modules_open': 'kmod-nvidia-open-dkms',
-        'kernel_modules_proprietary': 'kmod-nvidia-latest-dkms',
-        'fabricmanager': 'nvidia-fabric-manager',
-        'imex': 'nvidia-imex',
-    },
+# Ubuntu: NVIDIA's CUDA repositories for 22.04 and 24.04, branch-named driver packages through 580 (the driver
+# installation guide's "Recent Updates": from 590 they drop the branch; name those in nvidia_driver_package_names).
+# RedHat: never run here (README.md); the fabric manager was nvidia-fabric-manager from 470 to 575 (issue #585).
+_COMPANIONS = {
+    'fabricmanager': ('nvidia-fabricmanager', 'nvidia-fabricmanager-{branch}'),
+    'imex': ('nvidia-imex', 'nvidia-imex-{branch}'),
+    'nscq': ('libnvidia-nscq', 'libnvidia-nscq-{branch}'),
+    'nvsdm': ('libnvsdm', 'libnvsdm-{branch}'),
+    'nvlsm': ('nvlsm', 'nvlsm'),
 }
+PACKAGE_NAMES = {
+    'Debian': dict(_COMPANIONS, **{
+        'driver': ('nvidia-driver', 'nvidia-driver'),
+        'libraries': (['libnvidia-ml1'], ['libnvidia-ml1']),
+        'kernel_modules_open': ('nvidia-kernel-open-dkms', 'nvidia-kernel-open-dkms'),
+        'kernel_modules_proprietary': ('nvidia-kernel-dkms', 'nvidia-kernel-dkms'),
+    }),
+    'Ubuntu': dict(_COMPANIONS, **{
+        'driver': ('nvidia-driver-{branch}{open}', 'nvidia-driver-{branch}{open}'),
+        'libraries': (['libnvidia-compute-{branch}'], ['libnvidia-compute-{branch}']),
+        'kernel_modules_open': ('nvidia-dkms-{branch}-open', 'nvidia-dkms-{branch}-open'),
+        'kernel_modules_proprietary': ('nvidia-dkms-{branch}', 'nvidia-dkms-{branch}'),
+    }),
+    'RedHat': dict(_COMPANIONS, **{
+        'driver': ('nvidia-driver', 'nvidia-driver'),
+        'libraries': (['libnvidia-ml'], ['libnvidia-ml']),
+        'kernel_modules_open': ('kmod-nvidia-open-dkms', 'kmod-nvidia-open-dkms'),
+        'kernel_modules_proprietary': ('kmod-nvidia-latest-dkms', 'kmod-nvidia-latest-dkms'),
+        'fabricmanager': ('nvidia-fabricmanager', 'nvidia-fabric-manager'),
+        'imex': ('nvidia-imex', 'nvidia-imex'),
+    }),
+}
+# The first branch whose companions have no branch in their names.
+UNVERSIONED_FROM = 580
 COMPONENTS = tuple(sorted(PACKAGE_NAMES['Debian']))
+# The driver's own packages, built from one source with one revision: pinned at exactly nvidia_driver_version.
+# Every other package (fabric manager, IMEX, NSCQ, NVSDM, extra packages) is packaged apart and may carry another
+# revision (Ubuntu: nvidia-driver-580-open 580.95.05-0ubuntu1 beside nvidia-fabricmanager 580.95.05-1): pinned by
+# the driver's upstream version, resolved to the one repository version with it (pinned_packages' ``upstream``).
+EXACT_COMPONENTS = ('driver', 'libraries', 'kernel_modules')
+# The components the nvidia_driver role installs (nscq, nvsdm and nvlsm are named for other roles and modules).
+INSTALLED_COMPONENTS = ('driver', 'fabricmanager', 'imex', 'kernel_modules_open', 'kernel_modules_proprietary',
+                        'libraries')
 # Names (ansible_facts distribution or os_family) -> the table above.
 OS_TABLES = {'Debian': 'Debian', 'Ubuntu': 'Ubuntu', 'RedHat': 'RedHat', 'Rocky': 'RedHat', 'AlmaLinux': 'RedHat',
              'CentOS': 'RedHat', 'OracleLinux': 'RedHat'}
@@ -70,14 +98,6 @@ FORBIDDEN = (
 )
 
 
-def upstream_version(version):
-    """The upstream part of a package version: ``1:580.95.05-1`` -> ``580.95.05``; '' for ''."""
-    text = str(version or '').strip()
-    if re.match(r'^[0-9]+:', text):
-        text = text.split(':', 1)[1]
-    return text.rsplit('-', 1)[0] if '-' in text else text
-
-
 def os_table(os_family):
     """The PACKAGE_NAMES key for a distribution or OS family name, or None."""
     return OS_TABLES.get(str(os_family or ''))
@@ -98,9 +118,19 @@ def fabricmanager_wanted(setting, nvswitch_present):
     return setting is True
 
 
+def _branch_number(branch):
+    try:
+        return int(str(branch))
+    except ValueError:
+        return UNVERSIONED_FROM
+
+
 def package_names(branch, kernel_modules='open', os_family='Debian', overrides=None):
-    """{component: name or [names]} for one branch and flavour: the OS's table, then ``overrides`` by component."""
-    table = dict(PACKAGE_NAMES[os_table(os_family) or 'Debian'])
+    """{component: name or [names]} for one branch and flavour: the OS's table for the branch (the unversioned
+    companion names from 580 on, ``-<branch>`` ones below), then ``overrides`` by component."""
+    current = _branch_number(branch) >= UNVERSIONED_FROM
+    table = dict((component, pair[0] if current else pair[1])
+                 for component, pair in PACKAGE_NAMES[os_table(os_family) or 'Debian'].items())
     table.update(overrides or {})
     fields = {'branch': branch, 'open': '-open' if kernel_modules == 'open' else ''}
     names = {}
@@ -117,23 +147,23 @@ def package_names(branch, kernel_modules='open', os_family='Debian', overrides=N
 
 def driver_packages(branch, version, kernel_modules='open', fabricmanager=True, imex=False, os_family='Debian',
                     overrides=None, extra=None):
-    """The driver's packages for pinned_packages, every one at exactly ``version``: [{name, version}].
+    """The driver's packages for pinned_packages: the driver, its libraries and kernel modules ``{name, version}``
+    at exactly ``version``; the fabric manager, IMEX and ``extra`` names ``{name, upstream}`` at the driver's
+    upstream version (their own revision, resolved from the repository: EXACT_COMPONENTS).
 
     ``fabricmanager`` and ``imex`` are booleans here (``auto`` is resolved by fabricmanager_wanted). Order: driver,
     its libraries, the kernel modules, fabric manager, IMEX, then ``extra`` names; no name twice.
     """
     names = package_names(branch, kernel_modules, os_family, overrides)
-    wanted = [names['driver']] + list(names['libraries']) + [names['kernel_modules']]
-    if fabricmanager:
-        wanted.append(names['fabricmanager'])
-    if imex:
-        wanted.append(names['imex'])
-    wanted.extend(extra or [])
+    exact = [names['driver']] + list(names['libraries']) + [names['kernel_modules']]
+    companions = ([names['fabricmanager']] if fabricmanager else []) + ([names['imex']] if imex else [])
+    wanted = [{'name': name, 'version': version} for name in exact]
+    wanted += [{'name': name, 'upstream': upstream_version(version)} for name in companions + list(extra or [])]
     result, seen = [], set()
-    for name in wanted:
-        if name and name not in seen:
-            seen.add(name)
-            result.append({'name': name, 'version': version})
+    for entry in wanted:
+        if entry['name'] and entry['name'] not in seen:
+            seen.add(entry['name'])
+            result.append(entry)
     return result
 
 
@@ -217,9 +247,10 @@ def driver_problems(settings):
         elif component != 'libraries' and component in COMPONENTS and not isinstance(value, str):
             problems.append('nvidia_driver_package_names.%s must be a package name (got %r)' % (component, value))
             unknown.append(component)
-    if table is None and set(overrides) != set(COMPONENTS):
-        problems.append('nvidia_driver_os_family %r: no package names known (known: %s); name every component in '
-                        'nvidia_driver_package_names' % (settings.get('os_family'), ', '.join(sorted(OS_TABLES))))
+    if table is None and not set(INSTALLED_COMPONENTS) <= set(overrides):
+        problems.append('nvidia_driver_os_family %r: no package names known (known: %s); name %s in '
+                        'nvidia_driver_package_names' % (settings.get('os_family'), ', '.join(sorted(OS_TABLES)),
+                                                         ', '.join(INSTALLED_COMPONENTS)))
     extra = settings.get('extra_packages') or []
     if not isinstance(extra, list) or not all(isinstance(name, str) for name in extra):
         problems.append('nvidia_driver_extra_packages must be a list of package names (got %r)' % (extra,))

@@ -4,6 +4,11 @@
 """Pinned, held packages: what apt must do so that every package of a bill of materials is at exactly its version
 and held, decided from one ``dpkg-query`` and (only when something must change) one ``apt-cache madison``.
 
+A package is wanted either at an exact ``version`` or at an ``upstream`` version: the one version the repository
+offers with that upstream part, whatever its Debian revision (NVIDIA's Ubuntu driver packages are 580.95.05-0ubuntu1,
+its fabric manager 580.95.05-1: one version string cannot pin both). An installed package with that upstream part is
+at its pin; otherwise ``resolve`` picks the version from ``apt-cache madison`` and refuses none or several.
+
 Pure functions; plugins/modules/pinned_packages.py runs the tools.
 """
 
@@ -17,15 +22,40 @@ from ansible_collections.aicluster.infra.plugins.module_utils.packages import pa
 
 NAME = re.compile(r'^[a-z0-9][a-z0-9+.-]+$')
 VERSION = re.compile(r'^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$')
+# An upstream version: no epoch, no revision, no wildcard.
+UPSTREAM = re.compile(r'^[0-9][A-Za-z0-9.+~]*$')
+
+
+def upstream_of(version):
+    """The upstream part of a Debian version: ``1:580.95.05-0ubuntu1`` -> ``580.95.05``."""
+    text = str(version or '').strip()
+    if re.match(r'^[0-9]+:', text):
+        text = text.split(':', 1)[1]
+    return text.rsplit('-', 1)[0] if '-' in text else text
+
+
+def wanted(entry):
+    """What an entry asks for, as text: its version, or ``<upstream>-*`` for an upstream pin."""
+    return entry.get('version') or '%s-*' % entry.get('upstream')
+
+
+def _at_pin(entry, current):
+    if not current:
+        return False
+    if entry.get('version'):
+        return current == entry['version']
+    return upstream_of(current) == entry['upstream']
 
 
 def wanted_problems(packages):
-    """One line per bad entry of the module's ``packages`` list (a name and an exact Debian version each)."""
+    """One line per bad entry of the module's ``packages`` list: a name and either an exact Debian ``version`` or an
+    ``upstream`` version each."""
     problems = []
     seen = set()
     for index, entry in enumerate(packages or []):
         name = (entry or {}).get('name') if isinstance(entry, dict) else None
         version = (entry or {}).get('version') if isinstance(entry, dict) else None
+        upstream = (entry or {}).get('upstream') if isinstance(entry, dict) else None
         label = 'packages[%d]' % index
         if not isinstance(name, str) or not NAME.match(name):
             problems.append('%s: name must be a Debian package name (lowercase letters, digits, + - .), got %r' % (label, name))
@@ -33,35 +63,46 @@ def wanted_problems(packages):
         if name in seen:
             problems.append('%s: %s is listed twice' % (label, name))
         seen.add(name)
-        if not isinstance(version, str) or not VERSION.match(version) or '*' in version:
-            problems.append('%s: %s needs an exact Debian version such as 580.95.05-1 (no wildcard), got %r'
-                            % (label, name, version))
+        if version is not None and upstream is not None:
+            problems.append('%s: %s has both version %r and upstream %r: give one' % (label, name, version, upstream))
+        elif upstream is not None:
+            if not isinstance(upstream, str) or not UPSTREAM.match(upstream):
+                problems.append('%s: %s needs an upstream version without epoch, revision or wildcard such as '
+                                '580.95.05, got %r' % (label, name, upstream))
+        elif not isinstance(version, str) or not VERSION.match(version) or '*' in version:
+            problems.append('%s: %s needs an exact Debian version such as 580.95.05-1 (no wildcard) or an upstream '
+                            'version, got %r' % (label, name, version))
     return problems
 
 
 def plan(packages, dpkg_query_stdout, hold=True):
-    """What to do, from the wanted ``[{name, version}]`` and a ``dpkg-query`` of them.
+    """What to do, from the wanted ``[{name, version}]`` or ``[{name, upstream}]`` and a ``dpkg-query`` of them.
 
     Returns ``{'install': [{name, before, after}], 'hold': [names], 'unhold': [names], 'installed': {name: version}}``:
-    ``install`` lists the packages not installed (``before`` '') or at another version, in the given order;
+    ``install`` lists the packages not installed (``before`` '') or off their pin, in the given order (``after``
+    is '' and ``upstream`` set where the version is still to be resolved from the repository: ``resolve``);
     ``hold``/``unhold`` the names whose dpkg selection must change to match ``hold`` (after the install, every
     wanted package is held, or none is); ``held`` the names held now.
     """
     state = parse_dpkg_query(dpkg_query_stdout)
     install, to_hold, to_unhold, installed, held_now = [], [], [], {}, []
     for entry in packages:
-        name, version = entry['name'], entry['version']
+        name = entry['name']
         found = state.get(name)
         present = found is not None and len(found[1]) >= 2 and found[1][1] == 'i'
         current = found[0] if present else ''
         installed[name] = current
-        if current != version:
-            install.append({'name': name, 'before': current, 'after': version})
+        at_pin = _at_pin(entry, current)
+        if not at_pin:
+            change = {'name': name, 'before': current, 'after': entry.get('version') or ''}
+            if not entry.get('version'):
+                change['upstream'] = entry['upstream']
+            install.append(change)
         held = found is not None and found[1][:1] == 'h'
         if held:
             held_now.append(name)
         # apt-get install --allow-change-held-packages drops the hold of a package it upgrades: hold it again
-        if hold and (not held or current != version):
+        if hold and (not held or not at_pin):
             to_hold.append(name)
         elif not hold and held:
             to_unhold.append(name)
@@ -79,6 +120,37 @@ def parse_madison(text):
         if fields[1] not in versions:
             versions.append(fields[1])
     return available
+
+
+def resolve(entries, madison_stdout):
+    """Resolve upstream pins against ``apt-cache madison``: (entries, problems).
+
+    Each entry with ``upstream`` (and no ``version``/``after`` yet) gets the one offered version whose upstream part
+    it is, in ``version`` (a wanted entry) or ``after`` (an ``install`` entry of plan), without ``upstream``; a
+    problem line names each package with none or several such versions, and what is offered. Entries with an exact
+    version pass unchanged.
+    """
+    available = parse_madison(madison_stdout)
+    resolved, problems = [], []
+    for entry in entries:
+        entry = dict(entry)
+        upstream = entry.get('upstream')
+        key = 'after' if 'after' in entry else 'version'
+        if upstream and not entry.get(key):
+            offered = available.get(entry['name'], [])
+            matches = [version for version in offered if upstream_of(version) == upstream]
+            if len(matches) == 1:
+                entry[key] = matches[0]
+                del entry['upstream']
+            elif matches:
+                problems.append('%s=%s-* is ambiguous: the repositories offer %s; pin one exact version'
+                                % (entry['name'], upstream, ', '.join(matches)))
+            else:
+                problems.append('%s=%s-* is not in any configured repository (%s)' % (
+                    entry['name'], upstream, 'offered: %s' % ', '.join(offered[:6]) if offered
+                    else 'no version of %s is offered' % entry['name']))
+        resolved.append(entry)
+    return resolved, problems
 
 
 def unavailable(install, madison_stdout):

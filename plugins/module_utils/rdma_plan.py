@@ -6,6 +6,7 @@
 - ``rdma_vars_problems``: one line per bad role variable, naming it and what it may be;
 - ``kernel_module_packages``: which package changes bring new kernel modules (the running-kernel check before, the
   reboot fact after);
+- ``nvidia_dkms_rebuild``: after a DOCA-OFED change, the dkms commands that rebuild nvidia's module against it;
 - ``firmware_report``: ``mlxfwmanager --query`` against the bill of materials' firmware matrix (PSID -> version);
 - ``device_check``: what ``ibv_devinfo -l`` says about the node's RDMA devices.
 """
@@ -190,6 +191,34 @@ def kernel_module_packages(packages, profile=''):
         if name and (name.endswith('-dkms') or (profile and name == profile)) and name not in names:
             names.append(name)
     return names
+
+
+VERSION_DIR = re.compile(r'^[0-9]+(?:\.[0-9]+)+$')
+
+
+def nvidia_dkms_rebuild(changed_modules, nvidia_versions, kernels):
+    """The commands that rebuild nvidia's DKMS module against DOCA-OFED's new kernel modules, before any reboot.
+
+    nvidia-peermem.ko is built against MLNX_OFED's peer-memory symbols (ib_register_peer_memory_client): built before
+    DOCA-OFED was installed or upgraded, it keeps the old symbol versions and fails to load after the reboot ("disagrees
+    about version of symbol ib_register_peer_memory_client", "Unknown symbol ... (err -22)": NVIDIA/gpu-operator#2868,
+    Mellanox/nv_peer_memory#39; "did you upgrade OFED after installing nv_peer_mem? remove and install again":
+    Mellanox/nv_peer_memory#84). ``changed_modules``: the DOCA-OFED kernel-module packages this run changed (none:
+    nothing to rebuild); ``nvidia_versions``: the entries of /var/lib/dkms/nvidia (the newest version is rebuilt, the
+    one the node runs or will run); ``kernels``: the running kernel and the one the next boot uses. Returns argv lists:
+    ``dkms build nvidia/<V> -k <kernel> --force`` then ``dkms install ... --force`` per kernel (dkms(8): --force builds
+    and installs again a version already built).
+    """
+    versions = [version for version in nvidia_versions or [] if VERSION_DIR.match(version or '')]
+    if not changed_modules or not versions:
+        return []
+    newest = max(versions, key=lambda text: tuple(int(part) for part in text.split('.')))
+    commands = []
+    for kernel in kernels or []:
+        if kernel and all(kernel != command[4] for command in commands):
+            for action in ('build', 'install'):
+                commands.append(['dkms', action, 'nvidia/%s' % newest, '-k', kernel, '--force'])
+    return commands
 
 
 def _device_report(device, expected, images):

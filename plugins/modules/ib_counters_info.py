@@ -110,10 +110,10 @@ ports:
       sample: 204
     ber:
       description:
-        - From C(mlxlink -c), V(effective_ber), V(raw_ber), V(symbol_ber) (floats; 1.5e-254 is mlxlink's 15E-255, no
-          error), V(effective_errors), V(symbol_errors), V(link_down), V(link_error_recovery). Empty when not read.
+        - From C(mlxlink -c), V(effective_ber), V(raw_ber), V(symbol_ber) (floats; mlxlink's 15E-255, no error
+          counted, reads 0.0), V(effective_errors), V(symbol_errors), V(link_down), V(link_error_recovery). Empty when not read.
       type: dict
-      sample: {effective_ber: 1.5e-254, raw_ber: 2.0e-10, effective_errors: 0}
+      sample: {effective_ber: 0.0, raw_ber: 2.0e-10, effective_errors: 0}
     saturating:
       description:
         - The error counters came from the basic PortCounters (the port's extended counters carry none), which stop at

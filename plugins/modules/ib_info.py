@@ -20,6 +20,10 @@ description:
   - When C(ibv_devinfo) is installed, adds each adapter's PSID (C(board_id)) and each port's active and maximum RDMA
     path MTU.
   - When C(ofed_info) is installed, returns the MLNX_OFED / DOCA-OFED version.
+  - Reads each adapter's PCI Vital Product Data (C(SYSFS/class/infiniband/HCA/device/vpd)). The NVSwitch management
+    ("bridge") functions of an HGX B200/B300 baseboard carry C(SW_MNG) there; they are RDMA devices like the HCAs but
+    belong to NVLSM and the fabric manager, so by default they are left out of RV(hcas) and listed in
+    RV(nvswitch_bridges) instead (see M(aicluster.infra.nvswitch_info)).
   - The module only reads state; it never changes the adapters.
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
@@ -36,6 +40,20 @@ options:
     type: list
     elements: str
     default: []
+  nvswitch_bridges:
+    description:
+      - V(exclude) leaves the NVSwitch bridge functions (VPD C(SW_MNG)) out of RV(hcas); V(include) keeps them there,
+        each with RV(hcas[].nvswitch_bridge) true.
+    type: str
+    choices: [exclude, include]
+    default: exclude
+    version_added: 0.3.0
+  sysfs_root:
+    description:
+      - The directory read as C(/sys) for the adapters' VPD. The lab points it at hwsim's simulated tree.
+    type: path
+    default: /sys
+    version_added: 0.3.0
 requirements:
   - C(ibstat) from infiniband-diags (rdma-core) on the target.
   - Optional C(ibdev2netdev), C(show_gids) and C(ofed_info) from MLNX_OFED or DOCA-OFED; optional C(ibv_devinfo) from
@@ -49,6 +67,7 @@ notes:
   - C(ibstat) printing nothing and exiting 0 (a node without RDMA adapters) gives an empty RV(hcas).
   - The optional tools failing, or printing something unreadable, only produces a warning; their
     fields are then V(null).
+  - A VPD that cannot be read (mode 0600 before kernel 6.13, so run as root) counts as no bridge.
 seealso:
   - module: aicluster.infra.fabric_info
   - module: aicluster.infra.gpu_info
@@ -97,6 +116,11 @@ hcas:
       description: Firmware version.
       type: str
       sample: 28.39.1002
+    nvswitch_bridge:
+      description: Whether the adapter is an NVSwitch bridge function (only ever true with O(nvswitch_bridges=include)).
+      type: bool
+      sample: false
+      version_added: 0.3.0
     board_id:
       description:
         - The adapter's PSID, C(board_id) of C(ibv_devinfo) (the board type the firmware image is built for; cards of
@@ -200,6 +224,13 @@ ofed_version:
   returned: success
   type: str
   sample: MLNX_OFED_LINUX-23.10-1.1.9.0
+nvswitch_bridges:
+  description: The names of the NVSwitch bridge functions (VPD C(SW_MNG)) C(ibstat) printed; empty on other nodes.
+  returned: success
+  type: list
+  elements: str
+  sample: [mlx5_10, mlx5_11, mlx5_12, mlx5_13]
+  version_added: 0.3.0
 errors:
   description:
     - Error lines the tools printed themselves (for example C(ibpanic) or C(ibwarn) lines), and a line for each
@@ -210,11 +241,14 @@ errors:
   sample: ["ibpanic: [1400444] main: stat of IB device 'mlx5_8' failed: No such file or directory"]
 '''
 
+import os
+
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.aicluster.infra.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
+from ansible_collections.aicluster.infra.plugins.module_utils.nvswitch import is_bridge_vpd
 from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import parse_ibdev2netdev, parse_show_gids
 
 C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
@@ -309,10 +343,21 @@ def merge_mtus(cas, devinfo):
     return cas
 
 
+def is_bridge(sysfs_root, name):
+    """Whether the RDMA device's PCI function is an NVSwitch bridge (VPD with SW_MNG); False when unreadable."""
+    try:
+        with open(os.path.join(sysfs_root, 'class', 'infiniband', name, 'device', 'vpd'), 'rb') as handle:
+            return is_bridge_vpd(handle.read())
+    except (OSError, ValueError):
+        return False
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             devices=dict(type='list', elements='str', default=[]),
+            nvswitch_bridges=dict(type='str', choices=['exclude', 'include'], default='exclude'),
+            sysfs_root=dict(type='path', default='/sys'),
         ),
         supports_check_mode=True,
     )
@@ -335,6 +380,12 @@ def main():
             module.fail_json(msg='ibstat failed with rc=%d: %s' % (rc, (err or out).strip()[:500]), cmd=argv, rc=rc, stdout=out, stderr=err)
         module.warn('ibstat exited with rc=%d after printing %d adapter(s); they are returned and its error lines are in errors' % (rc, len(cas)))
 
+    for ca in cas:
+        ca['nvswitch_bridge'] = is_bridge(module.params['sysfs_root'], ca.get('name') or '')
+    bridges = [ca['name'] for ca in cas if ca['nvswitch_bridge']]
+    if module.params['nvswitch_bridges'] == 'exclude':
+        cas = [ca for ca in cas if not ca['nvswitch_bridge']]
+
     if devices:
         seen = set(ca.get('name') for ca in cas)
         cas = [ca for ca in cas if ca.get('name') in devices]
@@ -345,7 +396,7 @@ def main():
     merge_ports(cas, netdevs, gids)
     merge_mtus(cas, _optional(module, 'ibv_devinfo', parse_ibv_devinfo))
 
-    module.exit_json(changed=False, hcas=cas, ofed_version=_ofed_version(module), errors=errors)
+    module.exit_json(changed=False, hcas=cas, ofed_version=_ofed_version(module), errors=errors, nvswitch_bridges=bridges)
 
 
 if __name__ == '__main__':

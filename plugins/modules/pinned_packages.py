@@ -18,9 +18,9 @@ description:
     without its driver leaves the GPUs unusable).
   - Reads C(dpkg-query) first. When every package is at its version and held it changes nothing and does not
     refresh the package lists, so a re-run on a converged node costs one command.
-  - Otherwise it refreshes the package lists (C(apt-get update)), checks with C(apt-cache madison) that every
-    wanted version is offered by a configured repository, and fails naming each one that is not, B(before anything
-    is installed, upgraded or removed). Then one C(apt-get install name=version ...) with
+  - Otherwise it refreshes the package lists (C(apt-get update)), resolves each O(packages[].upstream) pin and
+    checks that every wanted version is offered by a configured repository with C(apt-cache madison), and fails
+    naming each one that is not (or is ambiguous), B(before anything is installed, upgraded or removed). Then one C(apt-get install name=version ...) with
     C(--allow-downgrades --allow-change-held-packages) (held packages move only through this module), and the holds.
   - A version change of a held package is an upgrade or downgrade of exactly the listed packages; apt may add
     dependencies, never remove a package (C(--no-remove)).
@@ -32,13 +32,16 @@ attributes:
   check_mode:
     support: full
     details:
-      - Reports what would be installed and held without refreshing the package lists or touching dpkg.
+      - Reports what would be installed and held without refreshing the package lists or touching dpkg; an
+        O(packages[].upstream) pin is resolved from the package lists as they are (C(apt-cache madison)), shown as
+        C(NAME=UPSTREAM-*) where they offer no single match.
   diff_mode:
     support: full
 options:
   packages:
     description:
-      - The packages, each an exact Debian version (V(580.95.05-1)); no wildcard.
+      - The packages, each at an exact Debian version (V(580.95.05-1)) or an upstream version (V(580.95.05)); no
+        wildcard.
     type: list
     elements: dict
     required: true
@@ -48,9 +51,19 @@ options:
         type: str
         required: true
       version:
-        description: Exact Debian version (epoch included where the package has one).
+        description:
+          - Exact Debian version (epoch included where the package has one).
+          - One of O(packages[].version) and O(packages[].upstream) is required.
         type: str
-        required: true
+      upstream:
+        description:
+          - The upstream version (V(580.95.05)); the package is pinned to the one version the configured repositories
+            offer with that upstream part, whatever its Debian revision (C(apt-cache madison)). The run fails,
+            naming what is offered, when none or several versions match, B(before anything is installed).
+          - An installed version with that upstream part is at its pin (no refresh, no C(apt-cache) call).
+          - For packages built apart from the one that sets the version, such as NVIDIA's fabric manager
+            (V(580.95.05-1)) beside Ubuntu's driver packages (V(580.95.05-0ubuntu1)).
+        type: str
   hold:
     description:
       - V(true) holds every listed package after the install; V(false) releases their holds.
@@ -76,7 +89,7 @@ EXAMPLES = r'''
   aicluster.infra.pinned_packages:
     packages:
       - {name: nvidia-driver, version: 580.95.05-1}
-      - {name: nvidia-fabricmanager-580, version: 580.95.05-1}
+      - {name: nvidia-fabricmanager, upstream: 580.95.05}
   register: driver_packages
 
 - name: Note a kernel-module package that changed
@@ -122,7 +135,7 @@ from ansible.module_utils.basic import AnsibleModule  # noqa: E402  pylint: disa
 
 from ansible_collections.aicluster.infra.plugins.module_utils.packages import DPKG_QUERY_FORMAT  # noqa: E402  pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.pinned_packages import (  # noqa: E402  pylint: disable=wrong-import-position
-    plan, state_text, unavailable, update_errors, wanted_problems)
+    plan, resolve, state_text, unavailable, update_errors, wanted_problems)
 
 ENVIRON = {'LANG': 'C', 'LC_ALL': 'C', 'DEBIAN_FRONTEND': 'noninteractive'}
 
@@ -140,7 +153,9 @@ def main():
         argument_spec={
             'packages': {'type': 'list', 'elements': 'dict', 'required': True, 'options': {
                 'name': {'type': 'str', 'required': True},
-                'version': {'type': 'str', 'required': True}}},
+                'version': {'type': 'str'},
+                'upstream': {'type': 'str'}},
+                'mutually_exclusive': [['version', 'upstream']], 'required_one_of': [['version', 'upstream']]},
             'hold': {'type': 'bool', 'default': True},
             'update_cache': {'type': 'bool', 'default': True},
         },
@@ -158,20 +173,14 @@ def main():
     # rc 1: some name unknown to dpkg (not installed), the rest is still printed
     todo = plan(packages, _run(module, query, ok_rcs=(0, 1)), hold=module.params['hold'])
     held_before = set(todo['held'])
-    result = {'changed': bool(todo['install'] or todo['hold'] or todo['unhold']),
-              'changed_packages': todo['install'], 'held': todo['hold'], 'unheld': todo['unhold'],
-              'installed': dict(todo['installed'])}
-    after_installed = dict(todo['installed'])
-    after_installed.update({entry['name']: entry['after'] for entry in todo['install']})
-    held_after = set(names) if module.params['hold'] else set()
-    if module._diff:  # pylint: disable=protected-access
-        result['diff'] = {'before': state_text(packages, todo['installed'], held_before),
-                          'after': state_text(packages, after_installed, held_after),
-                          'before_header': 'dpkg', 'after_header': 'dpkg'}
-    if module.check_mode or not result['changed']:
-        module.exit_json(**result)
-
-    if todo['install']:
+    changed = bool(todo['install'] or todo['hold'] or todo['unhold'])
+    unresolved = [entry for entry in todo['install'] if not entry['after']]
+    if module.check_mode and unresolved:
+        # read-only: what the package lists offer now (a check run refreshes nothing); unresolved stays NAME=UP-*
+        madison = _run(module, ['apt-cache', 'madison'] + [entry['name'] for entry in unresolved], ok_rcs=(0, 100))
+        todo['install'] = [dict(entry, after=entry['after'] or '%s-*' % entry.pop('upstream'))
+                           for entry in resolve(todo['install'], madison)[0]]
+    elif changed and todo['install'] and not module.check_mode:
         if module.params['update_cache']:
             # apt-get update exits 0 when a repository cannot be reached (W: Failed to fetch ...) and keeps the old
             # lists: the install would then fail half-way through its downloads, or install from stale lists
@@ -182,12 +191,27 @@ def main():
                 module.fail_json(msg='pinned_packages: apt-get update failed (%s): a repository is unreachable or its '
                                      'signature does not verify; nothing was installed or removed'
                                      % ('; '.join(errors[:3]) or 'rc %d' % rc), cmd=argv, rc=rc, stdout=out, stderr=err)
-        specs = ['%s=%s' % (entry['name'], entry['after']) for entry in todo['install']]
-        madison = _run(module, ['apt-cache', 'madison'] + [entry['name'] for entry in todo['install']], ok_rcs=(0, 100))
-        missing = unavailable(todo['install'], madison)
+        madison_argv = ['apt-cache', 'madison'] + [entry['name'] for entry in todo['install']]
+        madison = _run(module, madison_argv, ok_rcs=(0, 100))
+        todo['install'], missing = resolve(todo['install'], madison)
+        missing += unavailable([entry for entry in todo['install'] if entry['after']], madison)
         if missing:
             module.fail_json(msg='pinned_packages: %s; nothing was installed or removed' % '; '.join(missing),
-                             cmd=['apt-cache', 'madison'] + names, rc=0, stdout=madison, stderr='')
+                             cmd=madison_argv, rc=0, stdout=madison, stderr='')
+    result = {'changed': changed, 'changed_packages': todo['install'], 'held': todo['hold'],
+              'unheld': todo['unhold'], 'installed': dict(todo['installed'])}
+    after_installed = dict(todo['installed'])
+    after_installed.update({entry['name']: entry['after'] for entry in todo['install']})
+    held_after = set(names) if module.params['hold'] else set()
+    if module._diff:  # pylint: disable=protected-access
+        result['diff'] = {'before': state_text(packages, todo['installed'], held_before),
+                          'after': state_text(packages, after_installed, held_after),
+                          'before_header': 'dpkg', 'after_header': 'dpkg'}
+    if module.check_mode or not changed:
+        module.exit_json(**result)
+
+    if todo['install']:
+        specs = ['%s=%s' % (entry['name'], entry['after']) for entry in todo['install']]
         _run(module, ['apt-get', 'install', '-y', '-q', '--no-remove', '--allow-downgrades',
                       '--allow-change-held-packages', '-o', 'Dpkg::Options::=--force-confdef',
                       '-o', 'Dpkg::Options::=--force-confold'] + specs)

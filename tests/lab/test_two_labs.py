@@ -1,5 +1,7 @@
-"""Two labs side by side (make lab-check): each has its own inventory, hosts and fact cache, and taking one down
-leaves the other's inventory and hosts alone. Brings up two one-compute labs without simulated hardware (~1 min).
+"""Two labs side by side (make lab-check): each has its own inventory, hosts, fact cache and rail subnets, and taking
+one down leaves the other's inventory and hosts alone. Brings up two one-compute RoCE labs with simulated hardware
+and no package mirror (~3 min): both profiles give rail 0 10.100.0.0/24, so the second lab moves its rails (the
+README's `make demo` then `make test` failed with "subnet ... is already used" before).
 """
 import json
 import os
@@ -13,6 +15,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 LAB = [sys.executable, os.path.join(REPO, 'lab', 'lab.py')]
 VENV_BIN = os.path.dirname(sys.executable)
 NAMES = ('pairone', 'pairtwo')
+UP = ('up', '--compute', '1', '--profile', 'hgx-h100-roce', '--no-mirror', '--name')
+RAIL = 'enp24s0np0'  # rail 0's netdev in hgx-h100-roce
 
 
 def _lab(*args):
@@ -50,11 +54,29 @@ def two_labs():
         _lab('down', '--name', name)
     try:
         for name in NAMES:
-            _lab('up', '--name', name, '--compute', '1', '--no-hwsim')
+            _lab(*UP + (name,))
         yield
     finally:
         for name in NAMES:
             _lab('down', '--name', name)
+
+
+def _rail_subnet(name):
+    out = subprocess.run(['podman', 'network', 'inspect', '%s-rail0-roce' % name], check=True, text=True,
+                         stdout=subprocess.PIPE).stdout
+    return json.loads(out)[0]['subnets'][0]['subnet']
+
+
+def _exec(name, argv):
+    return subprocess.run(['podman', 'exec', '%s-gpu01' % name] + argv, check=True, text=True, stdout=subprocess.PIPE).stdout
+
+
+def _rail_address(name):
+    """gpu01's rail 0 address as its interface has it, and as hwsim's show_gids prints it in the RoCE v2 IPv4 GID."""
+    link = json.loads(_exec(name, ['ip', '-j', '-4', 'addr', 'show', RAIL]))[0]
+    gids = [line.split() for line in _exec(name, ['show_gids', 'mlx5_0']).splitlines()]
+    mapped = [row[4] for row in gids if len(row) == 7 and row[5] == 'v2']
+    return link['addr_info'][0]['local'], mapped
 
 
 def test_two_labs_side_by_side(two_labs):
@@ -66,8 +88,16 @@ def test_two_labs_side_by_side(two_labs):
     for name, addresses in zip(NAMES, (one, two)):
         assert addresses['ctl01'] in _ping(name), name
         assert os.path.isfile(os.path.join(REPO, '.cache', 'facts-%s' % name, 's1_ctl01')), name
+    subnets = [_rail_subnet(name) for name in NAMES]
+    assert subnets[0] != subnets[1]
+    for name, subnet in zip(NAMES, subnets):
+        address, mapped = _rail_address(name)
+        assert address.rsplit('.', 1)[0] == subnet.rsplit('.', 1)[0] and mapped == [address], (name, subnet, address, mapped)
 
     _lab('down', '--name', 'pairone')
     assert not os.path.exists(_inventory('pairone')) and not os.path.exists(os.path.join(REPO, '.cache', 'facts-pairone'))
     assert _addresses('pairtwo') == two
     assert two['ctl01'] in _ping('pairtwo')
+    # up again with the other lab gone: the lab keeps the rail subnets its hosts are on
+    _lab(*UP + ('pairtwo',))
+    assert _rail_subnet('pairtwo') == subnets[1] and _rail_address('pairtwo')[1] == [_rail_address('pairtwo')[0]]

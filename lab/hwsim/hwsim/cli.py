@@ -11,7 +11,8 @@
     hwsim build-fabric [--descriptions M] [--switch-names M] [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...
                                      write fabric.yml for these hosts (PROFILE may be "none")
     hwsim devices [--root DIR]       create this host's NVIDIA device nodes (GPUs, NVSwitches) under DIR/dev
-                                     (default $HWSIM_ROOT/dev, /dev)
+                                     (default $HWSIM_ROOT/dev, /dev), and its PCI functions as sysfs/proc trees
+                                     under DIR/run/hwsim/sys and DIR/run/hwsim/proc (hwsim/sysfs.py)
     hwsim hold NAME [--root DIR]     hold DIR/dev/nvidia* open as daemon NAME (nvidia-persistenced, nv-hostengine)
     hwsim boot                       what a boot does: boot id (kept when there is one), pending HCA firmware, modules
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
@@ -23,7 +24,7 @@ import os
 import stat
 import sys
 
-from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, model as models, profile as profiles, tools
+from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, model as models, profile as profiles, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -114,7 +115,7 @@ def cmd_tools(ctx, args):
 
 
 BUILD_FABRIC_USAGE = ('usage: hwsim build-fabric [--descriptions mlx5|ofed|anonymous|fqdn] [--switch-names unique|identical]'
-                      ' [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...\n')
+                      ' [--scalable-units N] [--subnet-per-rail] [--ipv4-network OLD=NEW ...] OUT HOST=PROFILE ...\n')
 BUILD_FABRIC_OPTIONS = {'--descriptions': ('descriptions', str), '--switch-names': ('switch_names', str),
                         '--scalable-units': ('scalable_units', int)}
 
@@ -125,6 +126,13 @@ def cmd_build_fabric(ctx, args):
         item = args.pop(0)
         if item == '--subnet-per-rail':
             options['subnet_per_rail'] = True
+        elif item.startswith('--ipv4-network=') or (item == '--ipv4-network' and args):
+            pair = item.split('=', 1)[1] if '=' in item else args.pop(0)
+            old, sep, new = pair.partition('=')
+            if not sep:
+                ctx.error(BUILD_FABRIC_USAGE)
+                return 2
+            options.setdefault('ipv4_networks', {})[old] = new
         elif item in BUILD_FABRIC_OPTIONS and args:
             key, kind = BUILD_FABRIC_OPTIONS[item]
             try:
@@ -172,10 +180,11 @@ def wanted_devices(model):
 
 
 def wanted_nvswitch_devices(model):
-    """{name under /dev: (major, minor)} for the NVSwitches of the baseboard (profile ``gpus.nvswitches``)."""
+    """{name under /dev: (major, minor)} for the NVSwitches of the baseboard (profile ``gpus.nvswitches``); none on
+    NVLink 5 (HGX B200/B300), whose switches are reached through ConnectX bridge functions, not nvidia-nvswitch."""
     gpus = (model.profile or {}).get('gpus') or {}
     count = gpus.get('nvswitches') or 0
-    if not count:
+    if not count or ((gpus.get('nvlink') or {}).get('generation') or 0) >= 5:
         return {}
     nodes = dict(('nvidia-nvswitch%d' % number, (NVSWITCH_MAJOR, number)) for number in range(count))
     nodes['nvidia-nvswitchctl'] = (NVSWITCH_MAJOR, CTL_MINOR)
@@ -233,7 +242,8 @@ def cmd_devices(ctx, args):
     if args not in ([], ) and not (len(args) == 2 and args[0] == '--root'):
         ctx.error('usage: hwsim devices [--root DIR]\n')
         return 2
-    directory = os.path.join(args[1] if args else ctx.root, 'dev')
+    root = args[1] if args else ctx.root
+    directory = os.path.join(root, 'dev')
     model = ctx.host_model()
     wanted = wanted_devices(model)
     wanted.update(wanted_nvswitch_devices(model))
@@ -247,6 +257,7 @@ def cmd_devices(ctx, args):
         for path in stale_nodes(model, directory, wanted):
             os.unlink(path)
             ctx.write('removed %s\n' % path)
+        sysfs.write_tree(root, model)
     except OSError as exc:
         ctx.error('hwsim: devices: %s\n' % exc)
         return 1
@@ -264,6 +275,10 @@ def _boot(ctx, new_id):
             pass  # a host hwsim has no hardware for: nothing was flashed
         has_gpus, has_hcas = kmod.hardware(ctx)
         lines, errors = driver.boot_modules(ctx.root, ctx.kernel, has_gpus, has_hcas)
+        try:
+            sysfs.write_tree(ctx.root, ctx.host_model())  # the proc tree follows the nvidia module just loaded
+        except SIM_ERRORS:
+            pass
     except OSError as exc:
         ctx.error('hwsim: boot: %s\n' % exc)
         return 1

@@ -10,13 +10,24 @@ root, ``ctx.root``: ``/`` in the lab, a temporary directory in tests):
   nvidia-kernel-(open-)dkms postinst writes them for the running kernel and every
   kernel with a /boot/vmlinuz-*; a text marker naming the flavour, ``open`` or
   ``proprietary``), and ``var/lib/dkms/mlnx-ofed-kernel/<K>/<KERNEL>/`` (DOCA's
-  mlnx-ofed-kernel-dkms);
+  mlnx-ofed-kernel-dkms); every module and version under ``var/lib/dkms`` is what hwsim's ``dkms status``
+  lists (``dkms_builds``);
 - the loaded modules: ``run/hwsim/module/<name>/`` stands for ``/sys/module/<name>``:
   ``initstate`` (``live``) and, for a module that has one, ``version``
   (``/run/hwsim/module/nvidia/version`` is what the roles read in the lab instead of
   ``/sys/module/nvidia/version``); host-local, so a container restart unloads everything;
 - the boot id: ``run/hwsim/boot_id`` (a new one per ``hwsim reboot``; the lab's
   ``boot_time_command`` is ``cat /run/hwsim/boot_id``).
+
+- persistence mode: ``Enabled`` while nvidia-persistenced (``hwsim hold``) runs with persistence
+  mode on (``run/hwsim/nvidia-persistenced.persistence-mode``), or after ``nvidia-smi -pm 1``
+  in this boot (the driver's legacy persistence mode, ``run/hwsim/legacy-persistence-mode``);
+  else ``Disabled`` (persistence_mode);
+- the NVSwitch fabric: where the fabric manager stand-in is installed (``usr/bin/nv-fabricmanager``),
+  the GPUs are registered only once it has started in this boot: it writes the boot id to
+  ``run/hwsim/nv-fabricmanager.started`` (lab/mirror/files/nv-daemon.py); until then nvidia-smi
+  says ``In Progress`` (fabric_registered). On NVLink 5 (HGX B200) NVLSM must be installed and ``ib_umad``
+  loaded as well, or the GPUs stay ``In Progress``.
 
 The running kernel is ``uname -r`` (``$HWSIM_KERNEL`` in tests). Without the stand-in
 library nothing here is consulted: the GPU tools print the profile's driver version
@@ -26,6 +37,7 @@ import os
 import re
 import shutil
 import subprocess
+import time
 import uuid
 
 LIB_DIR = 'usr/lib/x86_64-linux-gnu'
@@ -35,8 +47,18 @@ DKMS_OFED = 'var/lib/dkms/mlnx-ofed-kernel'
 RUN_DIR = 'run/hwsim'
 MODULE_DIR = 'run/hwsim/module'
 BOOT_ID = 'run/hwsim/boot_id'
+# The kernel log lines of module loads that failed (kernel/module: "Unknown symbol ..."), for the dmesg stand-in: one
+# "<epoch seconds>\t<level>\t<text>" per line; host-local, gone with a reboot as the ring buffer is.
+KMSG = 'run/hwsim/kmsg'
 MODULES_LOAD_D = ('etc/modules-load.d', 'run/modules-load.d', 'usr/lib/modules-load.d')
 SEQ_FILE = '.hwsim-seq'
+PERSISTENCED_MODE = 'run/hwsim/nvidia-persistenced.persistence-mode'
+PERSISTENCED_INSTANCE = 'run/hwsim/nvidia-persistenced.instance'
+LEGACY_PERSISTENCE = 'run/hwsim/legacy-persistence-mode'
+FABRIC_MANAGER = 'usr/bin/nv-fabricmanager'
+FABRIC_MANAGER_STARTED = 'run/hwsim/nv-fabricmanager.started'
+# dpkg's file list of the NVLSM package (NVLink 5): installed or not
+NVLSM_PACKAGE = 'var/lib/dpkg/info/nvlsm.list'
 
 # The CUDA version nvidia-smi prints in its header (the newest CUDA the driver's libcuda supports), by driver branch
 # (NVIDIA's CUDA toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions"). Other branches: the profile's.
@@ -171,6 +193,32 @@ def flavour(root, kernel, version):
     """``open`` or ``proprietary``, as the nvidia.ko marker says (open when it does not say)."""
     text = _read(_path(root, DKMS_NVIDIA, version, kernel, 'x86_64', 'module', 'nvidia.ko')) or ''
     return 'proprietary' if 'proprietary' in text else 'open'
+
+
+DKMS_TREE = 'var/lib/dkms'
+# Entries of /var/lib/dkms/<module>/<version>/ that are not kernels: the source link and the build area.
+DKMS_NOT_KERNELS = ('source', 'build', 'log')
+
+
+def dkms_builds(root):
+    """Every DKMS module, version and build under var/lib/dkms, as `dkms status` lists them: [(module, version,
+    kernel, arch)] sorted by module, version and kernel; kernel and arch are None for a version only added (its
+    source registered, built for no kernel). The lab mirror's stand-ins (nvidia-kernel-(open-)dkms,
+    mlnx-ofed-kernel-dkms) record a build as <module>/<version>/<kernel>/<arch>/module/; real dkms keeps it there too
+    (and installs the .ko into /lib/modules/<kernel>/updates/dkms)."""
+    found = []
+    for module in _listdir(_path(root, DKMS_TREE)):
+        for version in _listdir(_path(root, DKMS_TREE, module)):
+            directory = _path(root, DKMS_TREE, module, version)
+            if not os.path.isdir(directory) or os.path.islink(directory):
+                continue
+            kernels = [name for name in _listdir(directory)
+                       if name not in DKMS_NOT_KERNELS and os.path.isdir(os.path.join(directory, name))]
+            rows = [(module, version, kernel, arch) for kernel in kernels
+                    for arch in _listdir(os.path.join(directory, kernel))
+                    if os.path.isdir(os.path.join(directory, kernel, arch))]
+            found.extend(rows or [(module, version, None, None)])
+    return sorted(found, key=lambda row: (row[0], version_key(row[1]), version_key(row[2] or '')))
 
 
 def ofed_build(root, kernel):
@@ -321,7 +369,8 @@ def load(root, kernel, name, has_gpus=True, given=None):
 
     Raises ModuleError with modprobe's message: not built for the running kernel (FATAL ... not found), nvidia
     without a GPU (No such device), a module built for another driver than the nvidia loaded, or nvidia_peermem
-    without DOCA's OFED kernel modules for the running kernel (Invalid argument: the peer-memory API is MLNX_OFED's)."""
+    without DOCA's OFED kernel modules for the running kernel (Invalid argument: the peer-memory API is MLNX_OFED's),
+    or with the inbox ib_core loaded or a build older than DOCA's (_peermem_check)."""
     versions = plan(root, kernel, name, given)
     newly = []
     for item in versions:
@@ -331,11 +380,86 @@ def load(root, kernel, name, has_gpus=True, given=None):
         if module.family == 'nvidia' and item != 'nvidia' and loaded_version(root, 'nvidia') != versions[item]:
             # built against another driver than the one running: "disagrees about version of symbol"
             raise ModuleError("modprobe: ERROR: could not insert '%s': Invalid argument\n" % item)
-        if item == 'nvidia_peermem' and not ofed_build(root, kernel):
-            raise ModuleError("modprobe: ERROR: could not insert '%s': Invalid argument\n" % item)
+        if item == 'nvidia_peermem':
+            _peermem_check(root, kernel, versions[item])
         _mark_loaded(root, item, versions[item])
         newly.append(item)
     return newly
+
+
+PEERMEM_SYMBOLS = ('ib_register_peer_memory_client', 'ib_unregister_peer_memory_client')
+
+
+def _newest_mtime(path):
+    """The newest modification time of ``path`` and everything under it (0 when missing)."""
+    newest = 0.0
+    for directory, _dirs, files in os.walk(path):
+        for name in [directory] + [os.path.join(directory, item) for item in files]:
+            try:
+                newest = max(newest, os.stat(name).st_mtime)
+            except OSError:
+                pass
+    return newest
+
+
+def peermem_stale(root, kernel, version):
+    """Whether nvidia's DKMS build ``version`` for ``kernel`` is older than DOCA's mlnx-ofed-kernel build for it: built
+    before DOCA was installed or upgraded, against other peer-memory symbols (its CRCs no longer match)."""
+    build = ofed_build(root, kernel)
+    ko = _path(root, DKMS_NVIDIA, version, kernel, 'x86_64', 'module', MODULES['nvidia_peermem'].ko)
+    try:
+        built = os.stat(ko).st_mtime
+    except OSError:
+        return False
+    return bool(build) and built < _newest_mtime(_path(root, DKMS_OFED, build, kernel))
+
+
+def _peermem_check(root, kernel, version):
+    """nvidia_peermem's init and symbol resolution, with the kernel's log lines and modprobe's message:
+
+    - no DOCA build for the running kernel: nvidia-peermem was built without MLNX_OFED's peer-memory symbols and its
+      init returns -EINVAL (``Invalid argument``; NVIDIA/open-gpu-kernel-modules kernel-open/nvidia-peermem);
+    - the ib_core loaded is not DOCA's (the inbox one, loaded before DOCA was installed: a reboot is due): the symbols
+      are missing, ``Unknown symbol ib_register_peer_memory_client (err -2)`` in dmesg and kmod's ``Unknown symbol in
+      module, or unknown parameter (see dmesg)`` (Mellanox/nv_peer_memory#84; -2 is -ENOENT, as 5.x/6.x kernels log);
+    - the build is older than DOCA's (nothing rebuilt nvidia after a DOCA install or upgrade) or the ib_core loaded is
+      another DOCA's: ``disagrees about version of symbol ...`` and ``(err -22)``, modprobe's ``Invalid argument``
+      (NVIDIA/gpu-operator#2868, Mellanox/nv_peer_memory#39); rebuilding nvidia's DKMS module fixes it."""
+    build = ofed_build(root, kernel)
+    if not build:
+        raise ModuleError("modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n")
+    core = loaded_version(root, 'ib_core')
+    if not core:
+        log_kernel(root, ['nvidia_peermem: Unknown symbol %s (err -2)' % symbol for symbol in PEERMEM_SYMBOLS])
+        raise ModuleError("modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown "
+                          "parameter (see dmesg)\n")
+    if core != ofed_module_version(build) or peermem_stale(root, kernel, version):
+        log_kernel(root, [line for symbol in PEERMEM_SYMBOLS for line in (
+            'nvidia_peermem: disagrees about version of symbol %s' % symbol,
+            'nvidia_peermem: Unknown symbol %s (err -22)' % symbol)])
+        raise ModuleError("modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n")
+
+
+def log_kernel(root, lines, level='warn', now=None):
+    """Append ``lines`` to the simulated kernel log (KMSG) for the dmesg stand-in."""
+    path = _path(root, KMSG)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    stamp = time.time() if now is None else now
+    with open(path, 'a', encoding='utf-8') as handle:
+        handle.write(''.join('%.6f\t%s\t%s\n' % (stamp, level, line) for line in lines))
+
+
+def kernel_log(root):
+    """[(epoch seconds, level, text)] of KMSG, oldest first."""
+    found = []
+    for line in (_read(_path(root, KMSG)) or '').splitlines():
+        parts = line.split('\t', 2)
+        if len(parts) == 3:
+            try:
+                found.append((float(parts[0]), parts[1], parts[2]))
+            except ValueError:
+                continue
+    return found
 
 
 def unload(root, name, given=None):
@@ -358,6 +482,8 @@ def unload_all(root):
     """What a reboot does to the modules: every one gone."""
     names = [name for name, _version in loaded(root)]
     shutil.rmtree(_path(root, MODULE_DIR), ignore_errors=True)
+    if os.path.exists(_path(root, KMSG)):
+        os.unlink(_path(root, KMSG))  # the ring buffer of the boot that ends
     return names
 
 
@@ -405,6 +531,52 @@ def nvml(root, kernel, has_gpus):
     if running != userland:
         return ('Failed to initialize NVML: Driver/library version mismatch\nNVML library version: %s\n' % nvml_version(userland), 18)
     return (None, running)
+
+
+def persistence_mode(root):
+    """``Enabled`` or ``Disabled`` as nvidia-smi reports Persistence Mode; None without the stand-in library and
+    without a running nvidia-persistenced (the GPU tools then print ``Enabled`` as before).
+
+    nvidia-persistenced sets it for every GPU at its start (``--no-persistence-mode``: off, Ubuntu's packaged unit)
+    and keeps it while it runs; ``nvidia-smi -pm 1`` without the daemon sets the driver's legacy persistence mode,
+    which lasts until the reboot (docs.nvidia.com/deploy/driver-persistence). Nothing else keeps it on.
+    """
+    if _read(_path(root, PERSISTENCED_INSTANCE)) is not None:
+        mode = (_read(_path(root, PERSISTENCED_MODE)) or 'Enabled').strip()
+        return mode if mode in ('Enabled', 'Disabled') else 'Enabled'
+    legacy = _read(_path(root, LEGACY_PERSISTENCE))
+    if legacy is not None and legacy.strip() == (_read(_path(root, BOOT_ID)) or '').strip():
+        return 'Enabled'
+    return None if userland_version(root) is None else 'Disabled'
+
+
+def set_persistence(root):
+    """``nvidia-smi -pm 1``: through nvidia-persistenced's RPC interface while it runs (on until it stops), else the
+    driver's legacy persistence mode, on until the next reboot (boot id) (docs.nvidia.com/deploy/driver-persistence:
+    nvidia-smi uses the daemon when it runs and falls back to the legacy mode)."""
+    if _read(_path(root, PERSISTENCED_INSTANCE)) is not None:
+        _write(_path(root, PERSISTENCED_MODE), 'Enabled\n')
+        return
+    path = _path(root, LEGACY_PERSISTENCE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    _write(path, (_read(_path(root, BOOT_ID)) or '').strip() + '\n')
+
+
+def fabric_registered(root, nvlink5=False):
+    """Whether the fabric manager registered the GPUs with the NVSwitch fabric in this boot: None where no fabric
+    manager stand-in is installed (the profile's fabric_state holds, as before), else True once it started in this
+    boot (its start file names the current boot id), False until then (nvidia-smi: ``In Progress``).
+
+    NVLink 5 (``nvlink5``, HGX B200): the fabric manager brings the fabric up through NVLSM on a bridge port, over
+    the user MAD interface; without NVLSM installed (dpkg's record of the package) or ``ib_umad`` loaded the GPUs
+    stay ``In Progress`` whatever the fabric manager does (NVIDIA/gpu-operator #2781)."""
+    if not os.path.exists(_path(root, FABRIC_MANAGER)):
+        return None
+    started = _read(_path(root, FABRIC_MANAGER_STARTED))
+    registered = started is not None and started.strip() == (_read(_path(root, BOOT_ID)) or '').strip()
+    if registered and nvlink5:
+        return os.path.exists(_path(root, NVLSM_PACKAGE)) and is_loaded(root, 'ib_umad')
+    return registered
 
 
 # --------------------------------------------------------------------------

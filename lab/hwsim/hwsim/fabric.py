@@ -119,7 +119,7 @@ def _subnets(rails, subnet_per_rail):
 
 
 def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None, descriptions='mlx5',
-                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example'):
+                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example', ipv4_networks=None):
     """Describe the lab fabric for ``hosts``, a list of (hostname, profile name or None[, index]).
 
     A host's index is the derivation key for its GUIDs and LIDs and its port
@@ -129,7 +129,8 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     dict ready for yaml (see write_fabric): ``hosts``, ``switches``, ``links``
     (one per cable, CA or leaf end first), ``subnets`` (each with its SM) and
     ``subnet_manager`` (the first subnet's).  The options are described in the
-    module docstring.
+    module docstring. ``ipv4_networks`` (old -> new CIDR) renumbers the profiles' rail subnets for this lab
+    (profile.renumber_ipv4); the fabric file carries it only when given.
     """
     _check_options(descriptions, switch_names, scalable_units)
     identical = switch_names == 'identical'
@@ -186,7 +187,7 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     for subnet in subnets:
         first = next((leaf for key, leaf in sorted(leaves.items()) if leaf['subnet'] == subnet['name']), None)
         subnet['sm_lid'], subnet['sm_node'] = (first['lid'], first['name']) if first else (0, None)
-    return {
+    fabric = {
         'version': 1,
         'topology': 'rail-optimized',
         'node_description': {'mode': descriptions, 'domain': domain},
@@ -197,6 +198,9 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
         'switches': switches,
         'links': cables,
     }
+    if ipv4_networks:
+        fabric['ipv4_networks'] = dict(ipv4_networks)
+    return fabric
 
 
 def subnet_of(fabric, host, ca_name):

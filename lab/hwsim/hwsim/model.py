@@ -47,6 +47,7 @@ class Context(object):
         if entry is None:
             raise SimError('host %s is not in %s' % (host, self.fabric_path))
         prof = profiles.load(entry['profile'], self.profile_dir) if entry.get('profile') else None
+        prof = profiles.renumber_ipv4(prof, self.fabric.get('ipv4_networks'))
         return HostModel(host, entry['index'], prof, states.load(self.state_dir, host), self.fabric)
 
     def load_state(self):

@@ -99,6 +99,8 @@ def check(data, where='profile'):
         if hca['name'] in names:
             raise ProfileError('%s: HCA %s listed twice' % (where, hca['name']))
         names.add(hca['name'])
+        if hca.get('nvswitch_bridge') and hca.get('rail') is not None:
+            raise ProfileError('%s: HCA %s is an NVSwitch bridge function and cannot be on a rail' % (where, hca['name']))
         if hca_index(hca['name']) > MAX_HCA_INDEX:
             raise ProfileError('%s: HCA index of %s above %d' % (where, hca['name'], MAX_HCA_INDEX))
         for port in hca['ports']:
@@ -107,6 +109,10 @@ def check(data, where='profile'):
                     where, hca['name'], port['port'], port['rate'], port['width'], port['lane_speed_gbps']))
     if len(data['gpus']['devices']) != data['gpus']['count']:
         raise ProfileError('%s: gpus.count does not match the device list' % where)
+    device = data['gpus'].get('nvswitch_pci_device')
+    if device is not None and not (isinstance(device, str) and len(device) == 4
+                                   and all(char in '0123456789abcdef' for char in device)):
+        raise ProfileError('%s: gpus.nvswitch_pci_device must be 4 lowercase hex digits (22a3)' % where)
     switches = data['gpus'].get('nvswitches', 0)
     if not isinstance(switches, int) or isinstance(switches, bool) or not 0 <= switches <= 64:
         raise ProfileError('%s: gpus.nvswitches must be a number of NVSwitches (0..64)' % where)
@@ -170,6 +176,22 @@ def ipv4(host_index, port):
         return None
     net = ipaddress.ip_network(network)
     return '%s/%d' % (net.network_address + host_index, net.prefixlen)
+
+
+def renumber_ipv4(profile, networks):
+    """A copy of ``profile`` whose ports' ``ipv4_network`` is replaced through ``networks`` (old -> new, CIDR text).
+
+    A lab beside another takes its rail subnets elsewhere (lab/lab.py rail_networks_for): podman refuses a subnet
+    two networks share. The profile keeps the subnets a lab alone uses; the fabric file carries the renumbering
+    (``hwsim build-fabric --ipv4-network OLD=NEW``), so hwsim's addresses and RoCE GIDs match the interfaces."""
+    if not profile or not networks:
+        return profile
+    data = copy.deepcopy(profile)
+    for hca in data.get('hcas') or []:
+        for port in hca.get('ports') or []:
+            if port.get('ipv4_network') in networks:
+                port['ipv4_network'] = networks[port['ipv4_network']]
+    return data
 
 
 def gid_text(value):

@@ -12,10 +12,15 @@ what the lab mirror's stand-in packages would. systemctl is not run unless a tes
 import io
 import os
 import shutil
+import signal
+import subprocess
+import sys
 
 from hwsim import cli, fabric as fabrics
 
 HWSIM_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# The lab mirror's daemon stand-in (the fabric manager's and IMEX's program), rendered here as lab/mirror/build.py does
+NV_DAEMON = os.path.join(os.path.dirname(os.path.dirname(HWSIM_ROOT)), 'lab', 'mirror', 'files', 'nv-daemon.py')
 
 PROFILES = ('hgx-h100-ib', 'hgx-a100-ib', 'hgx-h100-roce')
 KERNEL = '6.1.0-28-amd64'  # the running kernel of every test host (HWSIM_KERNEL)
@@ -75,6 +80,41 @@ class Lab(object):
         for kernel in kernels or [self.kernel]:
             os.makedirs(os.path.join(self.root(host), 'var', 'lib', 'dkms', 'mlnx-ofed-kernel', build, kernel, 'x86_64', 'module'),
                         exist_ok=True)
+
+    def install_fabric_manager(self, host):
+        """What the mirror's fabric manager package installs that hwsim reads: ``usr/bin/nv-fabricmanager``."""
+        path = os.path.join(self.root(host), 'usr', 'bin', 'nv-fabricmanager')
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w', encoding='utf-8') as handle:
+            handle.write('stand-in nv-fabricmanager\n')
+
+    def start_fabric_manager(self, host, version):
+        """Start the mirror's nv-fabricmanager stand-in (lab/mirror/files/nv-daemon.py) of ``version`` for ``host``
+        as its unit does (it forks; the PID file names the daemon), then stop the daemon: the registration it
+        recorded lasts until the next reboot. Returns (exit status, stderr) of the start."""
+        root = self.root(host)
+        values = {'PACKAGE': 'nvidia-fabricmanager', 'VERSION': version + '-1', 'PROGRAM': 'nv-fabricmanager',
+                  'UPSTREAM': version, 'VERSION_LINE': 'Fabric Manager version is : %s' % version,
+                  'MISMATCH': 'fabric manager {upstream} does not match the driver {loaded}',
+                  'CONFIG': os.path.join(root, 'fabricmanager.cfg'), 'LOG': os.path.join(root, 'fabricmanager.log'),
+                  'PID_FILE': os.path.join(root, 'run', 'nvidia-fabricmanager', 'nv-fabricmanager.pid')}
+        with open(NV_DAEMON, encoding='utf-8') as handle:
+            text = handle.read()
+        for key, value in values.items():
+            text = text.replace('@%s@' % key, value)
+        program = os.path.join(root, 'nv-fabricmanager.py')
+        with open(program, 'w', encoding='utf-8') as handle:
+            handle.write(text)
+        with open(values['CONFIG'], 'w', encoding='utf-8') as handle:
+            handle.write('DAEMONIZE=1\nLOG_FILE_NAME=%s\n' % values['LOG'])
+        env = dict(os.environ, HWSIM_ROOT=root,
+                   AICLUSTER_LAB_MODULE_VERSION_FILE=os.path.join(root, 'run', 'hwsim', 'module', 'nvidia', 'version'))
+        done = subprocess.run([sys.executable, program, '-c', values['CONFIG']], env=env, capture_output=True, text=True,
+                              timeout=30, check=False)
+        if done.returncode == 0:
+            with open(values['PID_FILE'], encoding='utf-8') as handle:
+                os.kill(int(handle.read().strip()), signal.SIGTERM)
+        return done.returncode, done.stderr
 
     def run(self, host, argv):
         """(exit status, stdout, stderr) of ``argv`` (argv[0] is the tool name) on ``host``."""

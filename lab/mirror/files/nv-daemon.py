@@ -10,6 +10,13 @@ else from /run/hwsim/module/nvidia/version (the lab's stand-in for a loaded
 module), else from /sys/module/nvidia/version.
 Config (-c FILE): KEY=VALUE lines; DAEMONIZE=0 keeps it in the foreground,
 LOG_FILE_NAME is where it logs.
+
+Once started it writes the boot id (/run/hwsim/boot_id) to
+/run/hwsim/@PROGRAM@.started (under $HWSIM_ROOT in tests): a real fabric manager
+registers the GPUs with the NVSwitch fabric at its start, and hwsim's nvidia-smi
+reports the GPUs' fabric state "In Progress" after a boot until the fabric
+manager has started in that boot (lab/hwsim/hwsim/driver.py fabric_registered).
+The file stays when the daemon stops: the registration lasts until the reboot.
 """
 import os
 import signal
@@ -24,6 +31,7 @@ DEFAULT_CONFIG = '@CONFIG@'
 DEFAULT_LOG = '@LOG@'
 PID_FILE = '@PID_FILE@'
 MODULE_VERSION_FILES = ('/run/hwsim/module/nvidia/version', '/sys/module/nvidia/version')
+RUN_DIR = 'run/hwsim'  # under $HWSIM_ROOT, else /
 USAGE = 'usage: %s [-h] [-v|--version] [-c|--config FILE]' % PROGRAM
 
 
@@ -55,6 +63,24 @@ def log(config, text, level='INFO'):
     try:
         with open(config.get('LOG_FILE_NAME') or DEFAULT_LOG, 'a', encoding='utf-8') as handle:
             handle.write('[%s] [%s] %s\n' % (time.strftime('%b %d %Y %H:%M:%S'), level, text))
+    except OSError:
+        pass
+
+
+def record_start():
+    """Write this boot's id to <root>/run/hwsim/PROGRAM.started (best effort: a host without hwsim has no boot id)."""
+    run_dir = os.path.join(os.environ.get('HWSIM_ROOT') or '/', RUN_DIR)
+    try:
+        with open(os.path.join(run_dir, 'boot_id'), encoding='utf-8') as handle:
+            boot = handle.read().strip()
+    except OSError:
+        boot = ''
+    try:
+        os.makedirs(run_dir, exist_ok=True)
+        path = os.path.join(run_dir, '%s.started' % PROGRAM)
+        with open(path + '.tmp', 'w', encoding='utf-8') as handle:
+            handle.write(boot + '\n')
+        os.replace(path + '.tmp', path)
     except OSError:
         pass
 
@@ -109,6 +135,7 @@ def main(argv):
         log(config, message, 'ERROR')
         return 1
     log(config, '%s %s started (driver %s)' % (PROGRAM, UPSTREAM, loaded))
+    record_start()
     if config.get('DAEMONIZE', '1') == '0':
         serve(None)
     child = os.fork()

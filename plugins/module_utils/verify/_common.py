@@ -18,6 +18,13 @@ def fmt(value):
     return str(value)
 
 
+def for_node(expected, node):
+    """The values one node is checked against: ``expected['nodes'][node]`` where the role passed each host's own
+    (a host may carry its own bill of materials, e.g. another driver branch, or its own GPU model and thresholds),
+    else ``expected`` (the fleet's, from the host that decides)."""
+    return ((expected or {}).get('nodes') or {}).get(node) or expected or {}
+
+
 def most_common(values):
     """The value held by strictly more nodes than any other, or None on a tie."""
     counts = {}

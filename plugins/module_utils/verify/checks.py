@@ -51,14 +51,14 @@ _RECORDS = (
     Check('ib.firmware_uniform', 'ib', 'HCA firmware identical across the fleet', 'equal', None,
           'flash the fleet HCA firmware {threshold} on {node} (mlxfwmanager -u) and reboot the node',
           measures='same firmware per HCA on every node',
-          default=('the fleet majority or `verify_ib_firmware`; no majority and no pin (a rolling upgrade): one failed cluster-level '
-                   'result per HCA, nobody drained'),
+          default=('the bill of materials\' firmware per PSID (`verify_ib_firmware`, an override) or, without a BOM, the fleet majority; '
+                   'no majority and no pin (a rolling upgrade): one failed cluster-level result per HCA, nobody drained'),
           source='batch differences are a classic delivery failure'),
     Check('ib.ofed_uniform', 'ib', 'OFED/rdma-core version identical across the fleet', 'equal', None,
           'install the fleet OFED {threshold} on {node} (rerun the rdma stage with --limit {node})',
           measures='same `ofed_info -s` on every node',
-          default=('the fleet majority or `verify_ib_ofed`; no majority and no pin: one failed cluster-level result, nobody '
-                   'drained'),
+          default=('the bill of materials\' DOCA-OFED release (`verify_ib_ofed`, an override) or, without a BOM, the fleet majority; '
+                   'no majority and no pin: one failed cluster-level result, nobody drained'),
           source='batch differences are a classic delivery failure'),
     Check('ib.link_errors', 'ib', 'no error counter of a GPU-fabric link rose during the bandwidth tests', 'lower', None,
           'clean or replace the optic/cable between {node} {hca} and {peer} (a marginal link trains at full width and speed '
@@ -109,6 +109,43 @@ _RECORDS = (
                    'leaf of rail 0); a tie is a cluster result that drains nobody'),
           source=('rail-optimized wiring: rail k of every node of a scalable unit on leaf k of that SU (NVIDIA DGX '
                   'SuperPOD reference architecture); several SUs and ties: issue 11')),
+    Check('fabric.sm', 'fabric', 'one master subnet manager per subnet, the expected one at its priority; none on a compute node',
+          'state', None,
+          'on a node: stop and disable opensm on {node} (a compute node must not run a subnet manager); for {subject}: '
+          'make the expected SM master and give every other SM a lower, distinct sm_priority',
+          measures=('per subnet, from one port: `sminfo` twice a sweep apart (master LID, GUID, priority, state) and '
+                    '`saquery SMIR` (every SM with priority and state; `saquery -s`: the ports with IsSM set); per GPU node: '
+                    'its port GUIDs among the SMs, an opensm unit or process. Not yet run by the verify role'),
+          default=('exactly one MASTER; its GUID one of the SM ports (`ib_subnet_manager` hosts), or not a GPU node\'s '
+                   'port when the switch or UFM runs the SM; its priority the configured one (15); no two SMs at one '
+                   'priority; the same master in both reads; no SM on a GPU node (that node fails, a subnet problem is a '
+                   'cluster result)'),
+          source=('the SM election: opensm(8) `--priority` ("master is chosen by priority and GUID", 0 lowest to 15 '
+                  'highest); equal priorities leave mastership to the GUID and a restart can move it; an SM on every RDMA node and a '
+                  'host SM behind a switch SM are field reports (issue 32); sminfo.c and saquery.c print formats')),
+    Check('fabric.partition', 'fabric', "each GPU-fabric port holds exactly its partitions' P_Keys, as full or limited member",
+          'equal', None,
+          'check partitions.conf on the SM host (and its log for PARSE ERROR lines) so that {node} {subject} holds '
+          '{threshold}, then let the SM resweep; it holds {measured}',
+          measures=('the P_Key table of each GPU-fabric port: `/sys/class/infiniband/DEV/ports/PORT/pkeys/*` (or '
+                    '`smpquery pkeys LID PORT`); the top bit of each entry is the membership. Not yet run by the verify role'),
+          default=('the partitions of the node (`pkeys`, per node where tenants differ); default `0xffff`: the default '
+                   'partition 0x7fff as a full member (`Default=0x7fff, ipoib : ALL=full;`)'),
+          source=('IBA 10.9.1 P_Key membership bit (1 full, 0 limited: limited members cannot talk to each other); '
+                  'opensm doc/partition-config.txt: ports are limited members of 0x7fff when partitions.conf exists '
+                  'without a Default rule, `ALL=full`, `defmember`; a partitions.conf OpenSM cannot parse leaves the '
+                  'default partition only (opensm osm_prtn.c)')),
+    Check('fabric.switch_errors', 'fabric', 'no error counter of a switch port rose during the bandwidth tests', 'lower', None,
+          'clean or replace the cable of {peer} and {node} {subject}; reseat both ends, then rerun verify',
+          measures=('every switch port of the GPU fabric, ISLs included: `ibqueryerrors -r` once per subnet before the '
+                    'bandwidth tests and after them (never with `-k`/`-K`, which clear the counters); the -r Link info '
+                    'names the other end; host links by the fabric read\'s peers. Not yet run by the verify role'),
+          default=('no rise of the ib.link_errors counters (`verify_ib_link_error_max`, 0 for each) except '
+                   'PortRcvSwitchRelayErrors; a saturated 16/8-bit counter fails; a rising ISL is a cluster result naming '
+                   'both ends, a rising host link fails that host\'s HCA'),
+          source=('as `ib.link_errors` (IBA PortCounters; issue 11); PortRcvSwitchRelayErrors left out as ibqueryerrors\' '
+                  'own `--suppress-common` does (rdma-core ibqueryerrors.c: "the only common error"); counter widths from '
+                  'libibmad fields.c; a spine cable with rising symbol errors is invisible from the hosts (issue 32)')),
     Check('perftest.write_bw', 'perftest', 'ib_write_bw between rail-aligned HCA pairs', 'higher', 'Gb/s',
           'check {suspect}: link state and rate (ibstat, iblinkinfo), PCIe width (lspci -vv), then rerun ib_write_bw',
           measures=('`ib_write_bw --report_gbits -F -s 65536 -q 2 -b -D 30`, rail-aligned pairs, under `numactl` bound to the '
@@ -170,7 +207,8 @@ _RECORDS = (
     Check('gpu.driver_uniform', 'gpu', 'driver version identical across the fleet', 'equal', None,
           'install the fleet driver {threshold} on {node} (rerun the gpu stage with --limit {node}) and reboot',
           measures='driver version',
-          default='fleet majority or `verify_gpu_driver`',
+          default='the bill of materials\' driver (`verify_gpu_driver`, an override; a host with its own BOM is held '
+                  'to its own) or, without a BOM, the fleet majority',
           source='delivery practice: one driver across the fleet'),
     Check('gpu.persistence', 'gpu', 'persistence mode enabled', 'equal', None,
           'enable persistence mode on {node} (nvidia-persistenced service)',

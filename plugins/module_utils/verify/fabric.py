@@ -39,6 +39,17 @@ def norm_guid(value):
     return '0x%016x' % int(text, 16)
 
 
+def guid_owners(identity):
+    """port/node GUID -> (node, hca), from node -> HCA -> GUIDs (the fabric checks' ``identity``)."""
+    out = {}
+    for node, hcas in (identity or {}).items():
+        for hca, guids in (hcas or {}).items():
+            for guid in guids or []:
+                if norm_guid(guid):
+                    out[norm_guid(guid)] = (node, hca)
+    return out
+
+
 def ca_owner(description, nodes):
     """(node, hca) of a CA node description (``gpu02 mlx5_3`` or ``gpu02.example.org mlx5_3``), or (None, None).
 
@@ -66,16 +77,6 @@ def identity_of(ib_info):
     return out
 
 
-def _ca_index(identity):
-    index = {}
-    for node, hcas in (identity or {}).items():
-        for hca, guids in (hcas or {}).items():
-            for guid in guids or []:
-                if norm_guid(guid):
-                    index[norm_guid(guid)] = (node, hca)
-    return index
-
-
 def _lanes(width):
     text = str(width).upper().rstrip('X')
     return int(text) if text.isdigit() else 0
@@ -98,7 +99,7 @@ class _Ids(object):
     """What the fabric read is matched against: CA GUIDs -> (node, hca), and the nodes known by description only."""
 
     def __init__(self, nodes, identity):
-        self.cas = _ca_index(identity)
+        self.cas = guid_owners(identity)
         self.nodes = list(nodes)
         self.by_description = [node for node in nodes if not (identity or {}).get(node)]
 

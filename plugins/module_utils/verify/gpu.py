@@ -20,7 +20,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import 
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_jobs import parse_proc_cgroups, parse_scontrol_listpids
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import (
-    failed, parse_once, ran, uniform,
+    failed, for_node, parse_once, ran, uniform,
 )
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import (
     cuda_major, dcgm_result, per_gpu_results, nvlink_error_results, nvlink_read_summary, nvlink_results,
@@ -194,11 +194,19 @@ def _ordered_errors(errors):
 
 def evaluate_gpu_fleet(gpu_infos, expected=None, cluster=None):
     """gpu.driver_uniform: node -> [results] (against ``expected['driver']`` or the fleet's majority; a split with no
-    majority and no pin goes to ``cluster`` when a list is given)."""
+    majority and no pin goes to ``cluster`` when a list is given). ``expected['nodes']``: node -> its own pinned
+    driver (its bill of materials) where hosts pin different ones: each node is compared with the nodes of its pin."""
     expected = expected or {}
-    values = dict((node, (info or {}).get('driver_version')) for node, info in gpu_infos.items())
-    return uniform('gpu.driver_uniform', 'node', values, 'driver', 'install the same driver branch and version everywhere',
-                   expected.get('driver') or None, cluster=cluster)
+    pins = expected.get('nodes') or {}
+    groups = {}
+    for node, info in gpu_infos.items():
+        pin = pins.get(node, expected.get('driver')) or None
+        groups.setdefault(pin, {})[node] = (info or {}).get('driver_version')
+    out = {}
+    for pin, values in groups.items():
+        out.update(uniform('gpu.driver_uniform', 'node', values, 'driver',
+                           'install the same driver branch and version everywhere', pin, cluster=cluster))
+    return out
 
 
 _ANSIBLE_KEYS = ('changed', 'failed', 'invocation', 'warnings')
@@ -227,7 +235,7 @@ def decide_gpu(observations, expected):
     nodes, raw, infos = {}, {}, {}
     for node, observed in sorted(observations.items()):
         observed = observed or {}
-        nodes[node] = evaluate_gpu(observed, expected)
+        nodes[node] = evaluate_gpu(observed, for_node(expected, node))
         info = observed.get('gpu_info') or {}
         if failed(info):
             raw[node] = {'gpu_info': {}, 'dcgm_diag': {}}
@@ -240,5 +248,6 @@ def decide_gpu(observations, expected):
             infos[node] = raw[node]['gpu_info']
     fleet, cluster = {}, []
     if (expected.get('enabled') or {}).get('inventory', True):
-        fleet = evaluate_gpu_fleet(infos, {'driver': expected.get('driver')}, cluster)
+        pins = dict((node, for_node(expected, node).get('driver')) for node in infos)
+        fleet = evaluate_gpu_fleet(infos, {'driver': expected.get('driver'), 'nodes': pins}, cluster)
     return {'nodes': nodes, 'fleet': fleet, 'cluster': cluster, 'raw': raw}

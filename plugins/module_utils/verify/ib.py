@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, merge, uniform
+from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, merge, most_common, uniform
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.fabric import identity_of, plan_reads
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -27,11 +27,15 @@ def _device_order(name):
 
 def checked_hcas(ib_info, hcas=None, link_layer=None):
     """The HCAs the checks look at, in rail order: ``hcas`` when given, else every HCA with a port of ``link_layer``
-    by device number (rail k is the k-th)."""
+    by device number (rail k is the k-th). NVSwitch bridge functions (HGX B200/B300, ib_info ``nvswitch_bridge``
+    or ``nvswitch_bridges``) are never in the default: they belong to NVLSM, not to the compute fabric."""
     if hcas:
         return list(hcas)
     names = []
+    bridges = set((ib_info or {}).get('nvswitch_bridges') or [])
     for ca in (ib_info or {}).get('hcas') or []:
+        if ca.get('nvswitch_bridge') or ca.get('name') in bridges:
+            continue
         if any(link_layer in (None, '') or port.get('link_layer') == link_layer for port in ca.get('ports') or []):
             names.append(ca.get('name'))
     return sorted(names, key=_device_order)
@@ -123,12 +127,32 @@ def _fleet_rates(name, holders, port_number, cluster=None):
     return out
 
 
+def _wanted_firmware(expected, name, psids):
+    """The firmware pinned for HCA ``name``: ``expected`` is one version, or a mapping keyed by HCA name or by PSID
+    (``board_id``; the bill of materials' ``rdma.firmware``). By PSID, the version of the PSID most of the fleet's
+    ``name`` adapters carry; None (the fleet's majority) when nothing is pinned for it."""
+    if not isinstance(expected, dict):
+        return expected
+    if expected.get(name) not in (None, ''):
+        return expected.get(name)
+    known = [psid for psid in psids if psid and expected.get(psid) not in (None, '')]
+    return expected[most_common(known)] if known else None
+
+
+def _ofed_as_expected(value, expected):
+    """``value`` counted as ``expected`` when it is that release with more fields after it: ``ofed_info -s`` of some
+    DOCA-OFED builds (OFED-internal-24.10-1.1.4.0.200 for the BOM's OFED-internal-24.10-1.1.4)."""
+    if expected and str(value).startswith(str(expected) + '.'):
+        return expected
+    return value
+
+
 def evaluate_ib_fleet(ib_infos, expected, cluster=None):
     """ib.firmware_uniform, ib.ofed_uniform and (without an expected rate) ib.port_rate, fleet-wide.
 
     ``ib_infos``: node -> ib_info facts (None: not read). ``expected``: as
-    ``evaluate_ib`` plus ``firmware`` (HCA name -> version, or one version
-    for all; empty: the fleet's majority), ``ofed`` (empty: majority) and
+    ``evaluate_ib`` plus ``firmware`` (HCA name or PSID -> version, or one
+    version for all; empty: the fleet's majority), ``ofed`` (empty: majority) and
     ``fleet_checks``. Returns node -> [results]. ``cluster``: a list that
     receives the cluster-level results (a split with no majority and no pin).
     """
@@ -142,18 +166,20 @@ def evaluate_ib_fleet(ib_infos, expected, cluster=None):
     for name in sorted(set(name for node_names in names.values() for name in node_names)):
         holders = dict((node, info) for node, info in ib_infos.items() if name in names[node])
         if 'ib.firmware_uniform' in checks:
-            values = {}
+            values, psids = {}, []
             for node, info in holders.items():
                 ca = next((c for c in (info or {}).get('hcas') or [] if c.get('name') == name), None)
                 if ca is not None:
                     values[node] = ca.get('firmware_version')
-            wanted = firmware_expected.get(name) if isinstance(firmware_expected, dict) else firmware_expected
+                    psids.append(ca.get('board_id'))
+            wanted = _wanted_firmware(firmware_expected, name, psids)
             merge(out, uniform('ib.firmware_uniform', name, values, 'firmware',
                                'flash the same firmware on every node (mlxfwmanager)', wanted, cluster=cluster))
         if 'ib.port_rate' in checks and expected.get('rate_gbps') in (None, '', 0):
             merge(out, _fleet_rates(name, holders, port_number, cluster))
     if 'ib.ofed_uniform' in checks:
-        values = dict((node, (info or {}).get('ofed_version') or 'inbox') for node, info in ib_infos.items())
+        values = dict((node, _ofed_as_expected((info or {}).get('ofed_version') or 'inbox', expected.get('ofed')))
+                      for node, info in ib_infos.items())
         merge(out, uniform('ib.ofed_uniform', 'node', values, 'OFED', 'install the same DOCA-OFED/MLNX_OFED release',
                            expected.get('ofed') or None, cluster=cluster))
     return out

@@ -17,7 +17,7 @@ import re
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import expected_keys, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl_bisect
-from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, parse_once, ran
+from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, for_node, parse_once, ran
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 SINGLE_CHECKS = ('nccl.wrong', 'nccl.busbw', 'nccl.slow_node')
@@ -142,7 +142,8 @@ def decide_nccl(observations, expected):
     fleet_median = median(raw[node].get('busbw') for node in order)
     for node in order:
         if node in parsed:
-            limit = threshold(expected.get('busbw_table'), raw[node].pop('gpu'), expected.get('busbw_min_gbs'))
+            mine = for_node(expected, node)
+            limit = threshold(mine.get('busbw_table'), raw[node].pop('gpu'), mine.get('busbw_min_gbs'))
             nodes[node] = evaluate_nccl(parsed[node], limit, fleet_median if expected.get('slow_node', True) else None,
                                         dict(expected, model=raw[node]['model']))
     return {'nodes': nodes, 'raw': raw, 'fleet_median': fleet_median,

@@ -37,7 +37,8 @@ def _load(path, name):
 BUILD = _load('lab/mirror/build.py', 'aicluster_lab_mirror_build_dcgm')
 DCGM = _load('lab/mirror/dcgm_packages.py', 'aicluster_lab_mirror_dcgm')
 with open(os.path.join(REPO, 'roles', 'dcgm', 'defaults', 'main.yml'), encoding='utf-8') as _handle:
-    COUNTERS = yaml.safe_load(_handle)['dcgm_exporter_counters']
+    DEFAULTS_ALL = yaml.safe_load(_handle)
+COUNTERS = DEFAULTS_ALL['dcgm_exporter_counters']
 
 
 @pytest.fixture(name='program')
@@ -183,6 +184,35 @@ def test_faults_show_on_the_matching_gpu(exporter, lab):
         assert _values(metrics, field)['4'] == 0
     assert int(_values(metrics, 'DCGM_FI_DEV_CLOCKS_EVENT_REASONS')['6']) & 0x48 == 0x48
     assert _values(metrics, 'DCGM_FI_DEV_THERMAL_VIOLATION')['6'] > 0
+
+
+def test_the_fabric_manager_status_follows_the_fabric_state(exporter, lab):
+    # dcgmFabricManagerStatus_t: 3 success on a registered HGX H100; 2 while the fabric is in progress (a node that
+    # just booted, or a fabric manager that is not running), 1 not started
+    assert set(_values(exporter.metrics(), 'DCGM_FI_DEV_FABRIC_MANAGER_STATUS').values()) == {3.0}
+    lab.ok('gpu01', ['hwsim', 'fault', 'fabric-state', 'in-progress'])
+    time.sleep(1.1)
+    assert set(_values(exporter.metrics(), 'DCGM_FI_DEV_FABRIC_MANAGER_STATUS').values()) == {2.0}
+    lab.ok('gpu01', ['hwsim', 'fault', 'fabric-state', 'not-started'])
+    time.sleep(1.1)
+    assert set(_values(exporter.metrics(), 'DCGM_FI_DEV_FABRIC_MANAGER_STATUS').values()) == {1.0}
+
+
+def test_nvswitch_fields_are_served_once_per_switch(program, lab, tmp_path):
+    counters = COUNTERS + DEFAULTS_ALL['dcgm_exporter_nvswitch_counters']
+    running = _start(program, lab, 'gpu01', _csv(tmp_path, counters))
+    try:
+        metrics = running.metrics()
+        # an HGX H100 baseboard has four NVSwitches (third generation), each its own entity with its own label
+        temperature = metrics['DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT']
+        assert sorted(sample['labels']['nvswitch'] for sample in temperature) == ['nvswitch%d' % n for n in range(4)]
+        assert all('gpu' not in sample['labels'] for sample in temperature)
+        assert [sample['value'] for sample in metrics['DCGM_FI_DEV_NVSWITCH_FATAL_ERRORS']] == [0.0] * 4
+        assert len(metrics['DCGM_FI_DEV_GPU_TEMP']) == 8 and all('nvswitch' not in sample['labels']
+                                                                 for sample in metrics['DCGM_FI_DEV_GPU_TEMP'])
+    finally:
+        running.proc.terminate()
+        running.proc.wait(timeout=10)
 
 
 def test_a_missing_gpu_is_absent(exporter, lab):

@@ -144,19 +144,68 @@ def test_modprobe_peermem_needs_a_build_nvidia_and_doca(tmp_path):
     lab.install_driver('gpu01', OLD)
     # inbox ib_core has no peer-memory API: nvidia-peermem's init returns -EINVAL
     assert lab.run('gpu01', ['modprobe', 'nvidia_peermem']) == (1, '', "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n")
+    assert driver.loaded_version(lab.root('gpu01'), 'ib_core') is None  # the inbox one: its dependencies loaded first
     lab.install_ofed('gpu01')
-    assert lab.run('gpu01', ['modprobe', '-v', 'nvidia_peermem']) == (
-        0, 'insmod /lib/modules/%s/updates/dkms/nvidia-peermem.ko \n' % kernel, '')  # its dependencies were loaded before it failed
-    assert lab.run('gpu01', ['modprobe', 'nvidia_peermem']) == (0, '', '')  # loaded: nothing to do
-    rows = _lsmod(lab, 'gpu01')
-    assert [row[0] for row in rows] == ['nvidia_peermem', 'nvidia', 'ib_core']  # newest first
-    assert dict((name, (count, users)) for name, count, users in rows) == {
-        'nvidia_peermem': (0, []), 'nvidia': (1, ['nvidia_peermem']), 'ib_core': (1, ['nvidia_peermem'])}
-    assert driver.loaded_version(lab.root('gpu01'), 'nvidia_peermem') == OLD
-    assert driver.loaded_version(lab.root('gpu01'), 'ib_core') is None  # the inbox one, loaded before DOCA came
+    lab.install_driver('gpu01', OLD)  # built after DOCA (the rdma stage, then the gpu stage)
+    # DOCA installed, its ib_core not loaded yet (no reboot): the peer-memory symbols are missing
+    assert lab.run('gpu01', ['modprobe', '-v', 'nvidia_peermem']) == (1, '', UNKNOWN_SYMBOL)
+    assert [re.sub(r'^\[ *\d+\.\d{6}\] ', '', line) for line in lab.ok('gpu01', ['dmesg']).splitlines()[-2:]] == [
+        'nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -2)',
+        'nvidia_peermem: Unknown symbol ib_unregister_peer_memory_client (err -2)']
+    assert 'nvidia_peermem' not in dict(driver.loaded(lab.root('gpu01')))
     lab.ok('gpu01', ['hwsim', 'reboot'])
     assert driver.loaded_version(lab.root('gpu01'), 'ib_core') == '24.10-1.1.4'  # DOCA's, from the OFED DKMS build
     assert driver.loaded_version(lab.root('gpu01'), 'mlx5_core') == '24.10-1.1.4'
+    assert 'Unknown symbol' not in lab.ok('gpu01', ['dmesg'])  # the ring buffer of the boot before
+    assert lab.run('gpu01', ['modprobe', '-v', 'nvidia_peermem']) == (
+        0, 'insmod /lib/modules/%s/updates/dkms/nvidia-peermem.ko \n' % kernel, '')  # nvidia and ib_core loaded at boot
+    assert lab.run('gpu01', ['modprobe', 'nvidia_peermem']) == (0, '', '')  # loaded: nothing to do
+    rows = _lsmod(lab, 'gpu01')
+    assert rows[0][0] == 'nvidia_peermem' and dict((name, users) for name, _count, users in rows)['ib_core'][0] == 'nvidia_peermem'
+    assert driver.loaded_version(lab.root('gpu01'), 'nvidia_peermem') == OLD
+
+
+UNKNOWN_SYMBOL = "modprobe: ERROR: could not insert 'nvidia_peermem': Unknown symbol in module, or unknown parameter (see dmesg)\n"
+INVALID = "modprobe: ERROR: could not insert 'nvidia_peermem': Invalid argument\n"
+
+
+def test_modinfo_says_which_ib_core_the_next_boot_loads(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
+    assert lab.run('gpu01', ['modinfo', '-F', 'version', 'ib_core']) == (0, '', '')  # inbox: no version
+    assert lab.ok('gpu01', ['modinfo', 'mlx5_core']) == (
+        'filename:       /lib/modules/%s/kernel/drivers/net/ethernet/mellanox/mlx5/core/mlx5_core.ko\n'
+        'name:           mlx5_core\n' % lab.kernel)
+    assert lab.run('gpu01', ['modinfo', 'nvidia']) == (1, '', 'modinfo: ERROR: Module nvidia not found.\n')
+    lab.install_ofed('gpu01')
+    lab.install_driver('gpu01', OLD)
+    assert lab.ok('gpu01', ['modinfo', '-F', 'version', 'ib_core']) == '24.10-1.1.4\n'
+    assert lab.ok('gpu01', ['modinfo', '--field=version', 'nvidia-peermem']) == OLD + '\n'
+    assert lab.ok('gpu01', ['modinfo', '-F', 'filename', 'ib_core']) == '/lib/modules/%s/updates/dkms/ib_core.ko\n' % lab.kernel
+    assert lab.run('gpu01', ['modinfo', '-F', 'version', '-k', '6.9.9-1-amd64', 'ib_core']) == (0, '', '')
+
+
+def test_peermem_built_before_doca_fails_after_the_reboot_until_rebuilt(tmp_path):
+    """A DOCA install or upgrade after the driver: nvidia-peermem.ko keeps the old symbol versions until DKMS rebuilds
+    it (Mellanox/nv_peer_memory#39, NVIDIA/gpu-operator#2868)."""
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
+    root = lab.root('gpu01')
+    lab.install_driver('gpu01', OLD)
+    lab.install_ofed('gpu01')
+    ko = os.path.join(root, 'var', 'lib', 'dkms', 'nvidia', OLD, lab.kernel, 'x86_64', 'module', 'nvidia-peermem.ko')
+    ofed = os.path.join(root, 'var', 'lib', 'dkms', 'mlnx-ofed-kernel', '24.10.OFED.24.10.1.1.4.1', lab.kernel)
+    os.utime(ko, (1000, 1000))
+    for directory, _dirs, _files in os.walk(ofed):
+        os.utime(directory, (2000, 2000))
+    assert driver.peermem_stale(root, lab.kernel, OLD)
+    lab.ok('gpu01', ['hwsim', 'reboot'])
+    assert driver.loaded_version(root, 'ib_core') == '24.10-1.1.4'
+    assert lab.run('gpu01', ['modprobe', 'nvidia_peermem']) == (1, '', INVALID)
+    assert lab.ok('gpu01', ['dmesg']).count('nvidia_peermem: disagrees about version of symbol ib_register_peer_memory_client') == 1
+    assert 'nvidia_peermem: Unknown symbol ib_register_peer_memory_client (err -22)' in lab.ok('gpu01', ['dmesg'])
+    lab.install_driver('gpu01', OLD)  # dkms install nvidia/OLD --force: a new build
+    os.utime(ko, (3000, 3000))
+    assert not driver.peermem_stale(root, lab.kernel, OLD)
+    assert lab.run('gpu01', ['modprobe', 'nvidia_peermem']) == (0, '', '')
 
 
 def test_modprobe_remove(tmp_path):
@@ -229,8 +278,8 @@ def test_reboot_unloads_loads_what_is_built_and_listed_and_restarts_the_enabled_
     lab = make_lab(tmp_path, 'hgx-h100-ib', compute=1)
     lab.systemctl, log = _fake_systemctl(tmp_path, ['nvidia-persistenced.service', 'nvidia-fabricmanager.service',
                                                     'nvidia-dcgm.service'])
+    lab.install_ofed('gpu01')  # DOCA first, then the driver (built against it: nvidia_peermem loads after the reboot)
     lab.install_driver('gpu01', OLD)
-    lab.install_ofed('gpu01')
     conf = os.path.join(lab.root('gpu01'), 'etc', 'modules-load.d')
     os.makedirs(conf)
     with open(os.path.join(conf, 'nvidia-peermem.conf'), 'w', encoding='utf-8') as handle:
@@ -292,16 +341,18 @@ def test_ofed_module_version():
 
 
 def test_nvswitch_nodes_wanted_by_profile(tmp_path):
-    expected = {'hgx-h100-ib': 4, 'hgx-h100-roce': 4, 'hgx-a100-ib': 6, 'hgx-b200-ib': 2, 'hgx-h100-ib-12dev': 4}
+    # HGX B200 (NVLink 5): no nvidia-nvswitch nodes, its switches are reached through ConnectX bridges (test_hwsim_sysfs)
+    expected = {'hgx-h100-ib': 4, 'hgx-h100-roce': 4, 'hgx-a100-ib': 6, 'hgx-b200-ib': 0, 'hgx-h100-ib-12dev': 4}
     for name, count in expected.items():
         lab = make_lab(tmp_path / name, name, compute=1)
         ctx = cli.Context.from_env(lab.env('gpu01'), None, None)
         wanted = cli.wanted_nvswitch_devices(ctx.host_model())
-        assert wanted == dict([('nvidia-nvswitch%d' % number, (509, number)) for number in range(count)]
-                              + [('nvidia-nvswitchctl', (509, 255))]), name
+        assert wanted == (dict([('nvidia-nvswitch%d' % number, (509, number)) for number in range(count)]
+                               + [('nvidia-nvswitchctl', (509, 255))]) if count else {}), name
         assert cli.wanted_nvswitch_devices(ctx.host_model('ctl01')) == {}
         discovery = lab.ok('gpu01', ['dcgmi', 'discovery', '-l'])
-        assert '%d NvSwitches found.' % count in discovery
+        # DCGM still lists B200's two switches (it reads NVLink 5 switches through NVSDM, not nvidia-nvswitch)
+        assert '%d NvSwitches found.' % (count or 2) in discovery
 
 
 def test_profile_nvswitches_checked():

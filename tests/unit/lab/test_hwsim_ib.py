@@ -348,3 +348,32 @@ def test_ibv_devinfo_layout_matches_real_capture(tmp_path):
         assert line in ours.splitlines()
     assert lab.ok('gpu01', ['ibv_devinfo', '-l']).startswith('8 HCAs found:\n\tmlx5_0\n')
     assert lab.ok('gpu01', ['ibv_devinfo']).count('hca_id:') == 8
+
+
+def test_a_renumbered_lab_shows_its_own_rail_addresses_in_the_roce_gids(tmp_path):
+    """A lab beside another (lab.py lab_renumbering): the fabric's ipv4_networks moves the profile's subnets, and
+    show_gids' IPv4-mapped GIDs follow, as they follow the interface address on a real node."""
+    renumber = {'10.100.0.0/24': '10.102.0.0/24'}
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=2, ipv4_networks=renumber)
+    rows = [row for row in parse_show_gids(lab.ok('gpu02', ['show_gids'])) if row['ipv4'] and row['version'] == 'v2']
+    assert ('mlx5_0', '10.102.0.2') in [(row['dev'], row['ipv4']) for row in rows]
+    assert not any(row['ipv4'].startswith('10.100.0.') for row in rows)
+    assert any(row['ipv4'] == '10.100.1.2' for row in rows)  # rails not in the map keep the profile's subnet
+
+
+def test_build_fabric_takes_ipv4_network_pairs(tmp_path):
+    from hwsim import cli, fabric as fabrics  # pylint: disable=import-outside-toplevel
+
+    class Ctx(object):
+        profile_dir = None
+        said = ''
+
+        def error(self, text):
+            self.said += text
+    out = str(tmp_path / 'fabric.yml')
+    assert cli.cmd_build_fabric(Ctx(), ['--ipv4-network=10.100.0.0/24=10.102.0.0/24', '--ipv4-network', '10.100.1.0/24=10.102.1.0/24',
+                                        out, 'gpu01=hgx-h100-roce']) == 0
+    assert fabrics.load_fabric(out)['ipv4_networks'] == {'10.100.0.0/24': '10.102.0.0/24', '10.100.1.0/24': '10.102.1.0/24'}
+    ctx = Ctx()
+    assert cli.cmd_build_fabric(ctx, ['--ipv4-network', '10.100.0.0/24', out, 'gpu01=hgx-h100-roce']) == 2
+    assert 'usage' in ctx.said

@@ -134,3 +134,65 @@ def test_another_labs_inventory_directory_gets_the_lab_group_vars(tmp_path, monk
     lab.prepare_inventory_dir(inventory)  # again: left as it is
     lab.prepare_inventory_dir(lab.INVENTORY)  # the default lab's directory holds the group_vars themselves
     assert not os.path.islink(str(tmp_path / 'inventories' / 'lab' / 'group_vars'))
+
+
+def test_a_lab_alone_keeps_the_profiles_rail_subnets():
+    lab = _lab()
+    subnets = ['10.110.%d.0/24' % rail for rail in range(8)]
+    assert lab.rail_renumbering(subnets, ['10.213.74.0/24', '10.88.0.0/16']) == {}
+
+
+def test_a_lab_beside_another_moves_its_rail_subnets_past_every_taken_one():
+    """make demo, then make test: the demo lab holds 10.110.0-7.0/24 (and another lab 10.111.0.0/24)."""
+    lab = _lab()
+    subnets = ['10.110.%d.0/24' % rail for rail in range(8)]
+    taken = ['10.110.%d.0/24' % rail for rail in range(8)] + ['10.111.3.0/24']
+    moved = lab.rail_renumbering(subnets, taken)
+    assert moved['10.110.0.0/24'] == '10.112.0.0/24' and moved['10.110.7.0/24'] == '10.112.7.0/24'
+    assert len(moved) == 8
+    # a host interface inside a subnet counts as well (podman: "already used on the host")
+    assert lab.rail_renumbering(['10.100.0.0/24'], ['10.100.0.17/24'])['10.100.0.0/24'] == '10.101.0.0/24'
+
+
+def test_a_lab_that_is_up_keeps_its_rail_subnets():
+    lab = _lab()
+    own = {'10.110.0.0/24': '10.112.0.0/24', '10.110.1.0/24': '10.112.1.0/24'}
+    assert lab.rail_renumbering(list(own), ['10.110.0.0/24'], own) == own
+    assert lab.rail_renumbering(['10.110.0.0/24'], [], {'10.110.0.0/24': '10.110.0.0/24'}) == {}
+
+
+def test_no_free_rail_subnets_stop_with_a_message():
+    lab = _lab()
+    with pytest.raises(SystemExit) as exc:
+        lab.rail_renumbering(['10.110.0.0/24'], ['10.0.0.0/8', '11.0.0.0/8'])
+    assert 'no free subnets for the rail networks 10.110.0.0/24' in str(exc.value)
+
+
+def test_renumbered_rail_plan_addresses_and_inventory():
+    lab = _lab()
+    renumber = {'10.100.%d.0/24' % rail: '10.101.%d.0/24' % rail for rail in range(8)}
+    networks, attachments = lab.rail_plan('two', {'gpu01': 'hgx-h100-roce'}, renumber=renumber)
+    assert networks['two-rail0-roce']['subnet'] == '10.101.0.0/24' and networks['two-rail0-roce']['gateway'] == '10.101.0.254'
+    assert ('two-rail0-roce', '10.101.0.1', 'enp24s0np0') in attachments['gpu01']
+    data = yaml.safe_load(lab.inventory_text('two', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, {'gpu01': 'hgx-h100-roce'},
+                                             {'10.100.0.0/24': '10.101.0.0/24'}))
+    assert data['all']['vars']['hwsim_ipv4_networks'] == ['10.100.0.0/24=10.101.0.0/24']
+    assert 'hwsim_ipv4_networks' not in yaml.safe_load(lab.inventory_text('aic', {'ctl01': '10.0.0.2'}))['all']['vars']
+
+
+def test_lab_renumbering_reads_podman_and_the_host(monkeypatch):
+    """Other labs' networks and host interfaces are taken; the lab's own management bridge is not; a lab whose rail
+    networks all exist keeps them; one with some of them stops with what to do."""
+    lab = _lab()
+    networks, dummy = lab.rail_plan('two', {'gpu01': 'hgx-h100-roce'})
+    podman = {'aic-rail0-roce': ('aic', ['10.100.0.0/24']), 'two-net': ('two', ['10.89.3.0/24'])}
+    monkeypatch.setattr(lab, 'podman_networks', lambda: dict(podman))
+    monkeypatch.setattr(lab, 'host_subnets', lambda: ['10.89.3.1/24', '10.101.5.7/24', '127.0.0.1/8'])
+    moved = lab.lab_renumbering('two', networks)
+    assert moved['10.100.0.0/24'] == '10.102.0.0/24' and len(moved) == len(networks)
+    podman.update(('two-rail%d-roce' % rail, ('two', ['10.105.%d.0/24' % rail])) for rail in range(8))
+    assert lab.lab_renumbering('two', networks)['10.100.7.0/24'] == '10.105.7.0/24'
+    del podman['two-rail7-roce']
+    with pytest.raises(SystemExit) as exc:
+        lab.lab_renumbering('two', networks)
+    assert 'has 7 of its 8 rail networks' in str(exc.value)

@@ -64,14 +64,14 @@ def index(tree, repo):
 
 
 # ---------------------------------------------------------------- the indexes
-CUDA = {
-    ('nvidia-driver', '580.82.07-1'), ('nvidia-driver', '580.95.05-1'),
-    ('libnvidia-ml1', '580.82.07-1'), ('libnvidia-ml1', '580.95.05-1'),
-    ('nvidia-kernel-open-dkms', '580.82.07-1'), ('nvidia-kernel-open-dkms', '580.95.05-1'),
-    ('nvidia-kernel-dkms', '580.82.07-1'), ('nvidia-kernel-dkms', '580.95.05-1'),
-    ('nvidia-fabricmanager-580', '580.82.07-1'), ('nvidia-fabricmanager-580', '580.95.05-1'),
-    ('nvidia-imex-580', '580.82.07-1'), ('nvidia-imex-580', '580.95.05-1'),
-    ('cuda-toolkit-12-9', '12.9.0-1'), ('cuda-toolkit-12-9', '12.9.1-1'),
+# the driver side from lab/mirror/snapshot/cuda-debian12.yml: branch 580 at the upgrade step's two versions, 570
+DRIVER = ('nvidia-driver', 'libnvidia-ml1', 'nvidia-kernel-open-dkms', 'nvidia-kernel-dkms')
+CUDA = {(name, version) for name in DRIVER for version in ('570.195.03-1', '580.82.07-1', '580.95.05-1')} | {
+    (name, version) for name in ('nvidia-fabricmanager', 'nvidia-imex', 'libnvidia-nscq', 'libnvsdm')
+    for version in ('580.82.07-1', '580.95.05-1')} | {
+    (name, '570.195.03-1') for name in ('nvidia-fabricmanager-570', 'nvidia-imex-570', 'libnvidia-nscq-570',
+                                        'libnvsdm-570')} | {
+    ('nvlsm', '2025.06.10-1'), ('cuda-toolkit-12-9', '12.9.0-1'), ('cuda-toolkit-12-9', '12.9.1-1'),
     ('cuda', '12.9.1-1'), ('cuda-drivers', '580.95.05-1'), ('cuda-drivers-580', '580.95.05-1'),
     # DCGM 4 and its exporter (lab/mirror/dcgm_packages.py)
     ('datacenter-gpu-manager-4-core', '1:4.4.0-1'), ('datacenter-gpu-manager-4-core', '1:4.4.1-1'),
@@ -103,8 +103,12 @@ def test_the_dependency_structure_is_the_real_one(tree):
     assert open_dkms['Conflicts'] == 'nvidia-kernel-dkms'
     assert open_dkms['Provides'] == 'nvidia-kernel-dkms-any (= 580.82.07-1)'
     assert cuda['nvidia-kernel-dkms', '580.82.07-1']['Conflicts'] == 'nvidia-kernel-open-dkms'
-    # The fabric manager does not depend on the driver: nothing but a pin keeps the two at one version.
-    assert 'Depends' not in cuda['nvidia-fabricmanager-580', '580.95.05-1']
+    # The fabric manager does not depend on the driver: nothing but a pin keeps the two at one version. From 580 it
+    # is nvidia-fabricmanager, which provides the old name (gpu-driver-container #451); below 580 the branch name.
+    assert 'Depends' not in cuda['nvidia-fabricmanager', '580.95.05-1']
+    assert cuda['nvidia-fabricmanager', '580.95.05-1']['Provides'] == 'nvidia-fabricmanager-580'
+    assert 'Provides' not in cuda['nvidia-fabricmanager-570', '570.195.03-1']
+    assert cuda['libnvsdm', '580.82.07-1']['Provides'] == 'libnvsdm-580'
     assert 'cuda-drivers' in cuda['cuda', '12.9.1-1']['Depends']
     assert doca['doca-ofed', '2.9.2-1']['Depends'] == ('mlnx-ofed-kernel-dkms (= 24.10.OFED.24.10.2.1.8.1-1), '
                                                        'mlnx-ofed-kernel-utils (= 24.10.OFED.24.10.2.1.8.1-1)')
@@ -154,7 +158,7 @@ def test_packages_carry_their_control_fields_and_scripts(tree):
     assert './usr/lib/x86_64-linux-gnu/libnvidia-ml.so.580.95.05' in listing
     assert './usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 -> libnvidia-ml.so.580.95.05' in listing
     assert 'root/root' in listing and '2025-01-01 00:00' in listing
-    listing = sh(['dpkg-deb', '-c', deb(tree, 'cuda', 'nvidia-fabricmanager-580', '580.82.07-1')]).stdout
+    listing = sh(['dpkg-deb', '-c', deb(tree, 'cuda', 'nvidia-fabricmanager', '580.82.07-1')]).stdout
     assert './usr/bin/nv-fabricmanager' in listing and './lib/systemd/system/nvidia-fabricmanager.service' in listing
     assert './usr/src/mlnx-ofed-kernel-24.10.OFED.24.10.1.1.4.1/dkms.conf' in sh(
         ['dpkg-deb', '-c', deb(tree, 'doca', 'mlnx-ofed-kernel-dkms', '24.10.OFED.24.10.1.1.4.1-1')]).stdout
@@ -172,12 +176,12 @@ def test_every_maintainer_script_is_valid_sh(tree, tmp_path):
                 if (control / script).exists():
                     sh(['sh', '-n', str(control / script)])
                     checked += 1
-    # the DKMS and service packages, DCGM's core and exporter, both versions
-    assert checked == 2 * (4 + 2 + 2 + 2 + 2 + 2)
+    # the DKMS and service packages, DCGM's core and exporter, both versions; branch 570's DKMS and services
+    assert checked == 2 * (4 + 2 + 2 + 2 + 2 + 2) + (4 + 2 + 2)
 
 
 def test_the_packages_are_reproducible(tree, mirror_build, tmp_path):
-    pkg = next(p for p in mirror_build.all_packages() if p['name'] == 'nvidia-imex-580')
+    pkg = next(p for p in mirror_build.all_packages() if p['name'] == 'nvidia-imex')
     filename, _control = mirror_build.build_deb(pkg, str(tmp_path / 'work'), str(tmp_path))
     with open(tmp_path / filename, 'rb') as again, open(os.path.join(tree, 'cuda', filename), 'rb') as first:
         assert again.read() == first.read()
@@ -186,8 +190,8 @@ def test_the_packages_are_reproducible(tree, mirror_build, tmp_path):
 @pytest.fixture(scope='module')
 def extracted(tree, tmp_path_factory):
     root = tmp_path_factory.mktemp('root')
-    for repo, name, version in (('cuda', 'nvidia-fabricmanager-580', '580.95.05-1'),
-                                ('cuda', 'nvidia-imex-580', '580.95.05-1'),
+    for repo, name, version in (('cuda', 'nvidia-fabricmanager', '580.95.05-1'),
+                                ('cuda', 'nvidia-imex', '580.95.05-1'),
                                 ('cuda', 'libnvidia-ml1', '580.95.05-1'),
                                 ('cuda', 'cuda-toolkit-12-9', '12.9.1-1'),
                                 ('doca', 'mlnx-ofed-kernel-utils', '24.10.OFED.24.10.1.1.4.1-1')):
@@ -310,6 +314,18 @@ def test_an_older_driver_needs_every_package_pinned(apt):
     plan = installs(apt('apt-get', 'install', '--simulate', 'nvidia-driver=580.82.07-1', 'libnvidia-ml1=580.82.07-1',
                         'nvidia-kernel-open-dkms=580.82.07-1').stdout)
     assert set(plan.values()) == {(None, '580.82.07-1')} and len(plan) == 3
+
+
+def test_the_580_branch_names_are_virtual_as_in_nvidias_repository(apt):
+    # NVIDIA/gpu-driver-container pull request #451: the pinned install of the branch name fails, the real name works
+    result = apt('apt-get', 'install', '--simulate', 'nvidia-fabricmanager-580=580.95.05-1', check=False)
+    assert result.returncode != 0
+    assert "Version '580.95.05-1' for 'nvidia-fabricmanager-580' was not found" in result.stdout + result.stderr
+    assert installs(apt('apt-get', 'install', '--simulate', 'nvidia-fabricmanager=580.95.05-1').stdout) == {
+        'nvidia-fabricmanager': (None, '580.95.05-1')}
+    plan = installs(apt('apt-get', 'install', '--simulate', 'nvidia-driver=570.195.03-1', 'libnvidia-ml1=570.195.03-1',
+                        'nvidia-kernel-open-dkms=570.195.03-1', 'nvidia-fabricmanager-570=570.195.03-1').stdout)
+    assert set(plan.values()) == {(None, '570.195.03-1')} and len(plan) == 4
 
 
 def test_the_cuda_metapackage_drags_a_driver_in(apt):

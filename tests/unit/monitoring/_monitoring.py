@@ -75,7 +75,9 @@ def exporter_counters():
     if not os.path.exists(DCGM_DEFAULTS):
         return dict((name, None) for name in CONTRACT_COUNTERS)
     with open(DCGM_DEFAULTS, encoding='utf-8') as handle:
-        counters = yaml.safe_load(handle)['dcgm_exporter_counters']
+        dcgm = yaml.safe_load(handle)
+    # the NVSwitch entity fields too: served when dcgm_exporter_nvswitch_enabled (rules on them stay quiet without)
+    counters = dcgm['dcgm_exporter_counters'] + dcgm.get('dcgm_exporter_nvswitch_counters', [])
     return dict((entry['field'], entry.get('type')) for entry in counters)
 
 

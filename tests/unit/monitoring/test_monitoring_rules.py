@@ -33,7 +33,8 @@ RULES_TEST = os.path.join(HERE, 'promtool', 'aicluster-gpu.rules.test.yml')
 needs_promtool = pytest.mark.skipif(not os.path.exists(PROMTOOL), reason=PROMTOOL_ABSENT)
 
 ALERTS = ['GpuXidFatal', 'GpuEccDoubleBitErrors', 'GpuRetiredPagesPending', 'GpuRowRemapPending', 'GpuRowRemapFailure',
-          'GpuNvlinkErrorsRising', 'GpuTemperatureHigh', 'GpuTemperatureCritical', 'GpuMemoryTemperatureHigh',
+          'GpuNvlinkErrorsRising', 'GpuFabricNotRegistered', 'GpuFabricFailure', 'NvswitchFatalSxid',
+          'GpuTemperatureHigh', 'GpuTemperatureCritical', 'GpuMemoryTemperatureHigh',
           'GpuThermalSlowdown', 'GpuPowerBrakeSlowdown', 'GpuHardwareSlowdown', 'GpuMissing', 'GpuCountBelowExpected',
           'DcgmExporterDown', 'DcgmExporterStale', 'NodeExporterDown']
 
@@ -125,7 +126,7 @@ def test_promtool_check_rules(tmp_path, overrides):
     path.write_text(render(RULES, **overrides))
     returncode, output = _promtool('check', 'rules', str(path))
     assert returncode == 0, output
-    assert 'SUCCESS: %d rules found' % (16 + (1 if overrides else 0)) in output
+    assert 'SUCCESS: %d rules found' % (19 + (1 if overrides else 0)) in output
 
 
 # ------------------------------------------------------------------ promtool test rules
@@ -251,7 +252,7 @@ def test_promtool_check_config(tmp_path):
                              monitoring_scrape_interval='5s', monitoring_alertmanagers=['ctl01:9093']))
     returncode, output = _promtool('check', 'config', str(config))
     assert returncode == 0, output
-    assert 'SUCCESS: 1 rule files found' in output and 'SUCCESS: 16 rules found' in output
+    assert 'SUCCESS: 1 rule files found' in output and 'SUCCESS: 19 rules found' in output
     snippet = tmp_path / 'snippet'
     snippet.write_text(render('etc/prometheus/aicluster-scrape-configs.yml.j2'))
     returncode, output = _promtool('check', 'config', str(snippet))

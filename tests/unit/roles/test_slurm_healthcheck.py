@@ -405,7 +405,7 @@ def test_lab_wrapped_dmesg_passes(node):
 def test_killswitch_per_check(node):
     node.hwsim('fault', 'gpu-missing', '7')
     node.hwsim('fault', 'port-down', 'mlx5_0')
-    node.configure(checks={'gpu_count': False, 'gpu_remap': False, 'ib_port': False})
+    node.configure(checks={'gpu_count': False, 'gpu_remap': False, 'fabric': False, 'ib_port': False})
     report = node.run()
     assert statuses(report, 'gpu_count') == ['disabled'] and statuses(report, 'ib_port') == ['disabled']
     assert not report['failed'] and node.updates() == []
@@ -565,7 +565,9 @@ def test_an_old_driver_without_remap_fields(node):
                             'field to query.\'; exit 2;; esac\nfor i in 0 1 2 3 4 5 6 7; do echo "$i, 00000000:1$i:00.0"; done\n')
     report = node.run()
     assert statuses(report, 'gpu_count') == ['pass'] and statuses(report, 'gpu_remap') == ['not checked']
-    assert [command['argv'][1].count(',') for command in report['commands'] if command['argv'][0] == 'nvidia-smi'] == [4, 1]
+    # the newest fields are left out first: fabric.state/status, then the remap fields
+    assert [command['argv'][1].count(',') for command in report['commands'] if command['argv'][0] == 'nvidia-smi'] == [6, 4, 1]
+    assert statuses(report, 'fabric') == ['not checked']
 
 
 def test_no_gpu_expected(node):
@@ -652,3 +654,68 @@ def test_a_long_reason_stays_short_and_its_own():
     assert hc.is_own_reason(reason) and gate.checks_in_reason(reason) == ['health.ib_port']
     assert not hc.is_own_reason('aicluster: ...') and not hc.is_own_reason('aicluster:')
     assert not hc.is_drained('IDLE') and hc.is_drained('MIXED+DRAIN') and hc.is_drained('DRAINED')
+
+
+def test_nvswitch_bridges_are_not_in_the_default_ports(tmp_path):
+    """An HGX B200's bridge functions (VPD SW_MNG) are RDMA devices whose ports NVLSM brings up, not the compute
+    fabric's: the default port list (every InfiniBand port) leaves them out, read from sysfs or from ibstat."""
+    node = Node(tmp_path, profile='hgx-b200-ib')
+    node.hwsim('boot')  # hwsim's sysfs tree: the bridges' VPD under run/hwsim/sys
+    vpd_sysfs = os.path.join(node.lab.root('gpu01'), 'run', 'hwsim', 'sys')
+    root = node.tmp / 'root'
+    _port(root, 'mlx5_0', 1, '4: ACTIVE', '5: LinkUp', '400 Gb/sec (4X NDR)')
+    _port(root, 'mlx5_10', 1, '2: INIT', '5: LinkUp', '400 Gb/sec (4X NDR)')  # NVLSM not running yet
+    for name in ('mlx5_0', 'mlx5_10'):
+        os.symlink(os.path.join(vpd_sysfs, 'class', 'infiniband', name, 'device'),
+                   str(root / 'sys' / 'class' / 'infiniband' / name / 'device'))
+    node.configure(ib={'hcas': [], 'rate_gbps': 400})
+    report = node.run()
+    assert statuses(report, 'ib_port') == ['pass'] and report['by_check']['health.ib_port'][0]['message'].startswith('1 port ')
+    # ibstat (the lab's containers): the VPD from the configured tree
+    node.configure(ib={'hcas': [], 'rate_gbps': 400, 'source': 'ibstat', 'vpd_sysfs': vpd_sysfs})
+    report = node.run()
+    assert statuses(report, 'ib_port') == ['pass'] and report['by_check']['health.ib_port'][0]['message'].startswith('8 ports ')
+    assert hc.nvswitch_bridges(vpd_sysfs, ['mlx5_0', 'mlx5_10', 'mlx5_13', 'mlx5_99']) == ['mlx5_10', 'mlx5_13']
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# health.fabric: after a reboot the node stays drained until the fabric manager registered the GPUs
+
+
+def test_after_a_reboot_the_node_is_drained_until_the_fabric_is_registered(node):
+    """Fails on main: there no check read the fabric state, and hwsim reported Completed whatever ran."""
+    root = node.lab.root('gpu01')
+    node.env.update(HWSIM_ROOT=root, HWSIM_KERNEL=node.lab.kernel)
+    node.lab.install_driver('gpu01', '580.95.05')
+    node.lab.install_fabric_manager('gpu01')
+    node.hwsim('boot')
+    assert node.lab.start_fabric_manager('gpu01', '580.95.05')[0] == 0
+    report = node.run()
+    assert statuses(report, 'fabric') == ['pass'] and '8 of 8 GPUs registered' in report['by_check']['health.fabric'][0]['message']
+    node.hwsim('reboot')  # slurmd runs the health check when it starts, before it registers the node
+    report = node.run()
+    assert statuses(report, 'fabric') == ['fail']
+    assert report['by_check']['health.fabric'][0]['subject'] == 'GPU 0,1,2,3,4,5,6,7 In Progress'
+    assert node.slurm_node()['reason'] == 'aicluster: health.fabric GPU 0,1,2,3,4,5,6,7 In Progress'
+    # ReturnToService does not clear a drain: the node takes no job until the next run finds the fabric registered
+    assert node.run()['slurm']['action'] == 'none' and node.slurm_node()['state'] == 'IDLE+DRAIN'
+    assert node.lab.start_fabric_manager('gpu01', '580.95.05')[0] == 0
+    report = node.run()
+    assert statuses(report, 'fabric') == ['pass'] and report['slurm']['action'] == 'resume'
+    assert node.slurm_node()['state'] == 'IDLE'
+
+
+def test_the_prologs_fabric_drain_is_resumed_by_the_health_check(node):
+    node.set_slurm('IDLE+DRAIN', 'aicluster: health.fabric GPU 0,1,2,3,4,5,6,7 In Progress')
+    report = node.run()  # hwsim without a fabric manager installed: the profile's Completed/Success
+    assert statuses(report, 'fabric') == ['pass'] and report['slurm']['action'] == 'resume'
+
+
+@pytest.mark.parametrize('state, status, label', [
+    ('Completed', 'Success', None), ('N/A', 'N/A', None), ('[N/A]', '[N/A]', None), ('Not Supported', None, None),
+    (None, None, None), ('In Progress', 'N/A', 'In Progress'), ('Not Started', 'N/A', 'Not Started'),
+    ('Completed', 'Failure', 'Completed/Failure'), ('Completed', None, 'Completed/N/A'),
+])
+def test_the_fabric_labels_are_gpu_facts(state, status, label):
+    from ansible_collections.aicluster.infra.plugins.module_utils.gpu_facts import fabric_label
+    assert hc.fabric_label(state, status) == fabric_label(state, status) == label

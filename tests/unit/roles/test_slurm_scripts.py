@@ -138,8 +138,9 @@ def prolog(tmp_path):
     _tool(bin_dir, 'scontrol', 'echo "scontrol $*" >> %s' % calls)
     _tool(bin_dir, 'logger', 'cat >> %s' % calls)
 
-    def run(smi, dmesg='', timeout=10, **overrides):
-        _tool(bin_dir, 'nvidia-smi', smi)
+    def run(smi, dmesg='', timeout=10, fabric=FABRIC_DONE, **overrides):
+        # the fabric query (index,fabric.state,fabric.status) gets its own answer
+        _tool(bin_dir, 'nvidia-smi', 'case "$*" in\n*fabric.state*)\n%s\n;;\n*)\n%s\n;;\nesac' % (fabric, smi))
         _tool(bin_dir, 'dmesg', "cat <<'END'\n%sEND" % dmesg)
         script = tmp_path / 'prolog.sh'
         text = _render('prolog.sh', __slurm_spool_dir=str(spool), slurm_prolog_nvidia_smi_timeout=timeout, **overrides)
@@ -155,6 +156,15 @@ def prolog(tmp_path):
 
 
 HEALTHY = ('cat <<END\n' + ''.join('%d, No, [N/A]\n' % index for index in range(8)) + 'END')
+
+
+def _fabric(*states):
+    """An nvidia-smi stand-in body printing index, fabric.state, fabric.status for 8 GPUs (one state for all, or 8)."""
+    states = states * 8 if len(states) == 1 else states
+    return 'cat <<END\n' + ''.join('%d, %s\n' % (index, state) for index, state in enumerate(states)) + 'END'
+
+
+FABRIC_DONE = _fabric('Completed, Success')
 XID_79 = '[ 100.000001] NVRM: Xid (PCI:0000:1b:00): 79, pid=0, GPU has fallen off the bus.\n'
 XID_13 = '[ 100.000001] NVRM: Xid (PCI:0000:1b:00): 13, pid=123, Graphics Exception\n'
 
@@ -202,3 +212,75 @@ def test_only_a_new_fatal_xid_drains(prolog):
 def test_each_check_can_be_switched_off(prolog):
     checks = {'device_files': True, 'nvidia_smi': False, 'xid': False}
     assert prolog('exit 1', slurm_prolog_checks=checks) == (0, '')
+
+
+@pytest.mark.parametrize('fabric', [FABRIC_DONE, _fabric('N/A, N/A'), _fabric('[Not Supported], [Not Supported]'),
+                                    'echo \'Field "fabric.state" is not a valid field to query.\'; exit 2'],
+                         ids=['registered', 'pcie-na', 'not-supported', 'old-driver'])
+def test_a_registered_fabric_or_none_passes(prolog, fabric):
+    assert prolog(HEALTHY, fabric=fabric) == (0, '')
+
+
+def test_a_fabric_not_registered_drains_with_the_health_checks_reason(prolog):
+    """After a boot the GPUs are In Progress until the fabric manager registered them: the job is requeued and the
+    node drained with health.fabric, which aicluster-healthcheck resumes once the fabric is Completed/Success."""
+    rc, said = prolog(HEALTHY, fabric=_fabric('In Progress, N/A'))
+    assert rc == 1
+    assert ('scontrol update NodeName=gpu07 State=DRAIN Reason=aicluster: health.fabric GPU 0,1,2,3,4,5,6,7 In Progress'
+            in said)
+    assert 'prolog: job 42: GPU 0,1,2,3,4,5,6,7 In Progress: not registered with the NVSwitch fabric' in said
+
+
+def test_a_fabric_completed_with_an_error_names_its_status(prolog):
+    states = ['Completed, Success'] * 8
+    states[5] = 'Completed, Failure'
+    rc, said = prolog(HEALTHY, fabric=_fabric(*states))
+    assert rc == 1 and 'Reason=aicluster: health.fabric GPU 5 Completed/Failure' in said
+
+
+def test_the_fabric_check_can_be_switched_off(prolog):
+    checks = {'device_files': True, 'nvidia_smi': True, 'fabric': False, 'xid': True}
+    assert prolog(HEALTHY, fabric=_fabric('In Progress, N/A'), slurm_prolog_checks=checks) == (0, '')
+
+
+def _render_dropin(services):
+    variables = _defaults()
+    variables.update({'ansible_managed': 'Ansible managed', '__slurm_gpu_services': {'services': services}})
+    path = os.path.join(ROLE, 'templates', 'etc', 'systemd', 'slurmd.service.d', 'aicluster-gpu-services.conf.j2')
+    with open(path, encoding='utf-8') as handle:
+        text = handle.read()
+    return Templar(loader=DataLoader(), variables=variables).template(trust_as_template(text))
+
+
+def test_slurmd_starts_after_the_gpu_services_and_wants_those_the_node_starts():
+    unit = {'exists': True, 'enabled': True}
+    text = _render_dropin({'nvidia-persistenced.service': unit, 'nvidia-dcgm.service': unit,
+                           'nvidia-fabricmanager.service': {'exists': True, 'enabled': False}})
+    lines = [line for line in text.splitlines() if line and not line.startswith('#')]
+    assert lines == ['[Unit]', 'After=nvidia-persistenced.service', 'After=nvidia-fabricmanager.service',
+                     'After=nvidia-dcgm.service', 'Wants=nvidia-dcgm.service', 'Wants=nvidia-persistenced.service']
+    text = _render_dropin({'nvidia-persistenced.service': unit, 'nvidia-dcgm.service': unit,
+                           'nvidia-fabricmanager.service': unit})
+    assert 'Wants=nvidia-fabricmanager.service' in text.splitlines()
+
+
+def test_a_job_right_after_a_reboot_is_not_started_before_the_fabric_is_registered(prolog, tmp_path):
+    """The prolog against the lab's nvidia-smi (lab/hwsim) after `hwsim reboot` on an HGX H100 node with the mirror's
+    driver and fabric manager stand-ins: the job is refused (requeued by Slurm) and the node drained with health.fabric
+    until the fabric manager has started in this boot; then the next job passes. Fails on main (no fabric check)."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), '..', '..', '..', 'lab', 'hwsim'))
+    from hwsim.testing import HWSIM_ROOT, make_lab  # pylint: disable=import-outside-toplevel
+    lab = make_lab(tmp_path / 'lab', 'hgx-h100-ib', compute=1)
+    lab.install_driver('gpu01', '580.95.05')
+    lab.install_fabric_manager('gpu01')
+    lab.ok('gpu01', ['hwsim', 'boot'])
+    assert lab.start_fabric_manager('gpu01', '580.95.05')[0] == 0
+    env = ' '.join('%s=%s' % item for item in sorted(lab.env('gpu01').items()) if item[1])
+    smi = 'exec env %s %s %s nvidia-smi "$@"' % (env, sys.executable, os.path.join(HWSIM_ROOT, 'bin', 'hwsim'))
+    assert prolog(smi, fabric=smi) == (0, '')
+    lab.ok('gpu01', ['hwsim', 'reboot'])
+    rc, said = prolog(smi, fabric=smi)
+    assert rc == 1 and 'Reason=aicluster: health.fabric GPU 0,1,2,3,4,5,6,7 In Progress' in said
+    assert lab.start_fabric_manager('gpu01', '580.95.05')[0] == 0
+    assert prolog(smi, fabric=smi) == (0, '')

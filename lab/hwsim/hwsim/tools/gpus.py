@@ -85,8 +85,13 @@ class GpuView(object):
         states = [fault['args']['state'] for fault in fault_kinds.of_kind(faults, 'fabric-state')]
         # a profile without NVSwitches (PCIe, NVL) prints N/A; gpus.fabric_state: N/A says so
         self.fabric_state = gpus.get('fabric_state', 'Completed')
+        if self.fabric_state != 'N/A' and getattr(host_model, 'fabric_registered', None) is False:
+            # the fabric manager has not started in this boot (driver.fabric_registered)
+            self.fabric_state = 'In Progress'
         if states and self.fabric_state != 'N/A':
             self.fabric_state = fault_kinds.FABRIC_STATES[states[-1]]
+        # driver.persistence_mode: None where nothing models it (no stand-in library, no nvidia-persistenced)
+        self.persistence_mode = getattr(host_model, 'persistence_mode', None) or 'Enabled'
         self.driver_version = host_model.driver_version or gpus['driver_version']
         self.cuda_version = str(host_model.cuda_version or gpus['cuda_version'])
         nvlink = gpus.get('nvlink') or {}
@@ -204,6 +209,9 @@ def driver_check(ctx, model):
     """None when NVML works (``model.driver_version``/``cuda_version`` set from the loaded driver when the driver
     model answers), else (text, exit status) of NVML's failure (hwsim/driver.py nvml)."""
     from hwsim import driver  # pylint: disable=import-outside-toplevel
+    model.persistence_mode = driver.persistence_mode(ctx.root)
+    nvlink = ((model.profile or {}).get('gpus') or {}).get('nvlink') or {}
+    model.fabric_registered = driver.fabric_registered(ctx.root, nvlink5=nvlink.get('generation') == 5)
     result = driver.nvml(ctx.root, ctx.kernel, has_gpus(model))
     if result is None:
         return None

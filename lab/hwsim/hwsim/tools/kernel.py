@@ -1,4 +1,5 @@
-"""dmesg stand-in: the simulated kernel ring buffer (boot lines, the NVIDIA driver loading, one NVRM line per ``xid`` fault).
+"""dmesg stand-in: the simulated kernel ring buffer (boot lines, the NVIDIA driver loading, one NVRM line per ``xid`` fault,
+the kernel's lines of module loads that failed since the boot).
 
 Lines carry the kernel's ``[%5lu.%06lu]`` stamp; ``-T``/``--ctime`` prints
 ``[Www Mmm dd hh:mm:ss yyyy]`` and ``--time-format iso`` prints
@@ -82,6 +83,7 @@ def boot_time(model, now=None):
     """Seconds since the epoch the simulated node booted: an hour ago, or 20 minutes before its oldest fault."""
     now = time.time() if now is None else now
     stamps = [fault['at'] for fault in model.state['faults'] if isinstance(fault.get('at'), (int, float))]
+    stamps += [stamp for stamp, _level, _text in getattr(model, 'kernel_log', None) or []]
     return min([now - UPTIME_S] + [stamp - 1200.0 for stamp in stamps])
 
 
@@ -94,6 +96,8 @@ def messages(model, boot=None):
         at = fault.get('at')
         seconds = at - boot if isinstance(at, (int, float)) else 1200.0 + 97.125 * number + 0.000321 * fault['args']['code']
         lines.append((seconds, 'err', _xid_line(model, fault, views)))
+    # module loads that failed since the boot (hwsim/driver.py KMSG: nvidia_peermem's unknown symbols)
+    lines.extend((stamp - boot, level, text) for stamp, level, text in getattr(model, 'kernel_log', None) or [])
     lines.sort(key=lambda line: line[0])
     if fault_kinds.of_kind(model.state['faults'], 'dmesg-wrapped'):
         newest = max(time.time() - boot, lines[-1][0])
@@ -151,6 +155,7 @@ def run_dmesg(ctx, args):
     present = dict(driver.loaded(ctx.root))
     if driver.userland_version(ctx.root) is not None or 'nvidia' in present:
         model.kernel_modules = present  # the driver model: the NVRM lines of the driver loaded now, if any
+    model.kernel_log = driver.kernel_log(ctx.root)
     boot = boot_time(model)
     out = []
     for seconds, level, text in messages(model, boot):

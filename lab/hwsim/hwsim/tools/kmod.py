@@ -1,11 +1,13 @@
-"""lsmod and modprobe stand-ins over the driver model (hwsim/driver.py).
+"""lsmod, modprobe and modinfo stand-ins over the driver model (hwsim/driver.py).
 
 lsmod prints kmod's layout (``%-19s %8ld  %d`` and the users, newest module
 first) for the simulated modules that are loaded. modprobe loads and removes
 the simulated modules (driver.MODULES: the NVIDIA ones DKMS builds, the RDMA
 ones) with their dependencies and kmod's messages; a name hwsim does not
 simulate goes to the real modprobe (/usr/sbin/modprobe or /sbin/modprobe),
-which in a container usually fails as it would.
+which in a container usually fails as it would. modinfo answers what modprobe would load for the running kernel
+(DOCA's RDMA modules carry their OFED version, the inbox ones none; NVIDIA's the DKMS version): ``modinfo -F version
+ib_core`` tells a node that will boot DOCA's ib_core from one that runs it now (/run/hwsim/module/ib_core/version).
 """
 import os
 import subprocess
@@ -14,6 +16,7 @@ from hwsim import driver, fabric as fabrics, profile as profiles
 from hwsim.model import SimError
 
 REAL_MODPROBE = ('/usr/sbin/modprobe', '/sbin/modprobe')
+REAL_MODINFO = ('/usr/sbin/modinfo', '/sbin/modinfo')
 FLAGS = {'-r': 'remove', '--remove': 'remove', '-q': 'quiet', '--quiet': 'quiet', '-v': 'verbose', '--verbose': 'verbose',
          '-n': 'dry_run', '--dry-run': 'dry_run', '--show': 'dry_run', '-a': 'all', '--all': 'all',
          '-b': None, '--use-blacklist': None, '-s': None, '--syslog': None, '--first-time': 'first_time'}
@@ -65,9 +68,10 @@ def _parse(args):
     return flags, names
 
 
-def _real_modprobe():
+def _real_modprobe(paths=None):
+    """The real kmod tool (modprobe, or modinfo with ``paths`` REAL_MODINFO) that is not a link to hwsim, or None."""
     own = os.path.realpath(os.path.join(os.path.dirname(__file__), '..', '..', 'bin', 'hwsim'))
-    for path in REAL_MODPROBE:
+    for path in REAL_MODPROBE if paths is None else paths:
         if os.path.exists(path) and os.path.realpath(path) != own:
             return path
     return None
@@ -152,3 +156,56 @@ def _one(ctx, name, given, flags, has_gpus):
     except OSError as exc:
         ctx.error("modprobe: ERROR: could not insert '%s': %s\n" % (name, exc.strerror or exc))
         return 1
+
+
+def run_modinfo(ctx, args):
+    """modinfo [-F FIELD] [-k KERNEL] NAME: filename, version (DOCA's RDMA modules and NVIDIA's; none for an inbox one)
+    and name of what modprobe would load, in kmod's ``%-16s%s`` layout; a name hwsim does not simulate goes to the real
+    modinfo. Not built for the kernel: ``modinfo: ERROR: Module NAME not found.``, exit 1."""
+    field, kernel, names, position = None, ctx.kernel, [], 0
+    while position < len(args):
+        arg = args[position]
+        if arg in ('-F', '--field', '-k') and position + 1 < len(args):
+            position += 1
+            if arg == '-k':
+                kernel = args[position]
+            else:
+                field = args[position]
+        elif arg.startswith('--field='):
+            field = arg.split('=', 1)[1]
+        elif arg.startswith('-'):
+            names = None
+            break
+        else:
+            names.append(arg)
+        position += 1
+    if not names or any(driver.canonical(name) not in driver.MODULES for name in names):
+        real = _real_modprobe(REAL_MODINFO)
+        if real is None:
+            ctx.error('modinfo: ERROR: missing module or filename.\n' if not names else
+                      'modinfo: ERROR: Module %s not found.\n' % names[0])
+            return 1
+        ctx.out.flush()
+        ctx.err.flush()
+        _exec(real, [real] + list(args))
+        return 1
+    status = 0
+    for name in names:
+        module = driver.MODULES[driver.canonical(name)]
+        if module.family == 'nvidia':
+            version = driver.built_version(ctx.root, kernel, module)
+            if version is None:
+                ctx.error('modinfo: ERROR: Module %s not found.\n' % name)
+                status = 1
+                continue
+        else:
+            build = driver.ofed_build(ctx.root, kernel)
+            version = driver.ofed_module_version(build) if build else None
+        fields = [('filename', driver.kernel_path(ctx.root, kernel, module))]
+        fields += [('version', version)] if version else []
+        fields.append(('name', module.name))
+        if field is None:
+            ctx.write(''.join('%-16s%s\n' % (key + ':', value) for key, value in fields))
+        else:
+            ctx.write(''.join('%s\n' % value for key, value in fields if key == field))
+    return status

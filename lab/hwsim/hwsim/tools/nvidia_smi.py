@@ -64,7 +64,7 @@ QUERY_FIELDS = {
     'minor_number': ('', lambda view: str(view.minor)),
     'driver_version': ('', lambda view: view.driver_version),
     'vbios_version': ('', lambda view: view.vbios),
-    'persistence_mode': ('', 'Enabled'),
+    'persistence_mode': ('', lambda view: view.persistence_mode),
     'display_mode': ('', 'Disabled'),
     'display_active': ('', 'Disabled'),
     'pstate': ('', 'P0'),
@@ -112,6 +112,10 @@ QUERY_FIELDS = {
     'pcie.link.gen.max': ('', lambda view: str(view.pcie_gen_max)),
     'pcie.link.width.current': ('', lambda view: str(view.pcie_width)),
     'pcie.link.width.max': ('', lambda view: str(view.pcie_width_max)),
+    # R550+ (NVIDIA/gpu-driver-container PR #909: nvidia-smi --query-gpu "fabric.state"; NVIDIA/NVSentinel
+    # PR #1382 reads fabric.state and fabric.status): the -q Fabric section's State and Status
+    'fabric.state': ('', lambda view: view.fabric_state),
+    'fabric.status': ('', lambda view: view.fabric_status),
 }
 
 
@@ -224,7 +228,9 @@ def _summary_gpu(view):
     name = view.name if len(view.name) <= 27 else view.name[:23] + ' ...'
     power = '%dW' % round(view.power_draw)
     lines = [
-        '|%4d  %-31s%-4s| %s %3s |%21s |' % (view.index, name, 'On', view.pci_bus_id, 'Off', view.ecc_volatile_uncorrectable),
+        '|%4d  %-31s%-4s| %s %3s |%21s |' % (
+            view.index, name, 'On' if view.persistence_mode == 'Enabled' else 'Off', view.pci_bus_id, 'Off',
+            view.ecc_volatile_uncorrectable),
         '| %3s   %3s    %2s%17s / %4s |%7dMiB / %5dMiB |%8s      %-7s |' % (
             'N/A', '%dC' % gpu_views.IDLE['temperature'], 'P0', power, '%dW' % view.power_limit,
             view.memory_used, view.memory_total, '%d%%' % (100 if view.busy else 0), 'Default'),
@@ -317,7 +323,7 @@ def _identity_blocks(view):
         ('Product Architecture', [_entry('Product Architecture', view.architecture)]),
         ('Display Mode', [_entry('Display Mode', 'Disabled')]),
         ('Display Active', [_entry('Display Active', 'Disabled')]),
-        ('Persistence Mode', [_entry('Persistence Mode', 'Enabled')]),
+        ('Persistence Mode', [_entry('Persistence Mode', view.persistence_mode)]),
         ('Addressing Mode', [_entry('Addressing Mode', 'None')]),
         ('MIG Mode', [_entry('MIG Mode', None, [_entry('Current', 'Disabled'), _entry('Pending', 'Disabled')])]),
         ('Accounting Mode', [_entry('Accounting Mode', 'Disabled'), _entry('Accounting Mode Buffer Size', '4000')]),
@@ -715,10 +721,21 @@ def _valid(parsed):
 
 
 def persistence(ctx, views, value):
+    """``-pm 1``: persistence mode on (nvidia-smi's messages as in docs.nvidia.com/deploy/driver-persistence; without
+    nvidia-persistenced it is the driver's legacy mode, which lasts until the reboot: driver.set_persistence)."""
     if value.strip().upper() not in ('1', 'ENABLED'):
         ctx.error('hwsim: nvidia-smi -pm %s: only enabling persistence mode is simulated\n' % value)
         return 2
-    ctx.write(''.join('Persistence mode is already Enabled for GPU %s.\n' % view.pci_bus_id for view in views) + 'All done.\n')
+    from hwsim import driver  # pylint: disable=import-outside-toplevel
+    already = all(view.persistence_mode == 'Enabled' for view in views)
+    if not already:
+        try:
+            driver.set_persistence(ctx.root)
+        except OSError as exc:
+            ctx.error('hwsim: nvidia-smi -pm %s: %s\n' % (value, exc))
+            return 4
+    ctx.write(''.join(('Persistence mode is already Enabled for GPU %s.\n' if already
+                       else 'Enabled persistence mode for GPU %s.\n') % view.pci_bus_id for view in views) + 'All done.\n')
     return 0
 
 

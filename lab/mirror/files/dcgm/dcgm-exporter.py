@@ -89,8 +89,22 @@ INSTANT = ('DCGM_FI_DEV_GPU_UTIL', 'DCGM_FI_DEV_MEM_COPY_UTIL', 'DCGM_FI_DEV_FB_
            'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL',
            'DCGM_FI_DEV_RETIRED_PENDING', 'DCGM_FI_DEV_ROW_REMAP_PENDING', 'DCGM_FI_DEV_ROW_REMAP_FAILURE',
            'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', 'DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS',
-           'DCGM_FI_DEV_PCIE_REPLAY_COUNTER')
-KNOWN = frozenset(GROWING + INSTANT + CONSTANT_ZERO)
+           'DCGM_FI_DEV_PCIE_REPLAY_COUNTER', 'DCGM_FI_DEV_FABRIC_MANAGER_STATUS',
+           'DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE')
+# dcgmFabricManagerStatus_t (dcgm_structs.h): what DCGM_FI_DEV_FABRIC_MANAGER_STATUS (field 170) holds for the GPU's
+# NVML fabric state (nvidia-smi -q "Fabric" State / Status): 0 not supported (no NVSwitch), 1 not started,
+# 2 in progress, 3 success (Completed / Success), 4 failure (Completed with an error), 5 unrecognized, 6 NVML too old.
+FM_STATUS = {'N/A': 0, 'Not Started': 1, 'In Progress': 2}
+FM_SUCCESS, FM_FAILURE = 3, 4
+# NVSwitch entity fields (dcgm_fields.h 856-858): served once per NVSwitch of the baseboard with the label
+# nvswitch="nvswitchN", as dcgm-exporter serves DCGM_FE_SWITCH entities once fixed (NVIDIA/dcgm-exporter PR 729: one
+# label per switch entity id; releases up to 4.6.0-4.8.3 gave every switch nvswitch0, issue 728, which this stand-in
+# does not reproduce: the role keeps the fields off). 856/857 hold the last SXid reported (dcgm_fields.h).
+SWITCH_FIELDS = ('DCGM_FI_DEV_NVSWITCH_FATAL_ERRORS', 'DCGM_FI_DEV_NVSWITCH_NON_FATAL_ERRORS',
+                 'DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT')
+# an idle H200 baseboard's switches read 39-40 C (dcgmi dmon field 858 in NVIDIA/dcgm-exporter issue 728)
+NVSWITCH_IDLE_CELSIUS = 40
+KNOWN = frozenset(GROWING + INSTANT + CONSTANT_ZERO + SWITCH_FIELDS)
 
 
 class ConfigError(Exception):
@@ -164,12 +178,13 @@ class Simulation(object):
             model = ctx.host_model()
         except Exception as exc:  # pylint: disable=broad-except  # hwsim knows no hardware here: no GPUs
             log('error', 'no simulated hardware: %s' % exc)
-            return None, [], []
+            return None, [], [], 0
         if not self.gpus.has_gpus(model) or self.gpus.driver_check(ctx, model):
-            return None, [], []
+            return None, [], [], 0
         views = self.gpus.visible(model)
         driver = views[0].driver_version if views else None
-        return driver, views, model.state['faults']
+        switches = self.gpus.nvswitch_count(views[0], model.profile) if views else 0
+        return driver, views, model.state['faults'], switches
 
     def _instant(self, view, faults):
         xids = [fault['args']['code'] for fault in self.faults.of_kind(faults, 'xid') if fault['args']['gpu'] == view.slot]
@@ -195,6 +210,9 @@ class Simulation(object):
             'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS': view.remapped_uncorrectable,
             'DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS': 0,
             'DCGM_FI_DEV_PCIE_REPLAY_COUNTER': 0,
+            'DCGM_FI_DEV_FABRIC_MANAGER_STATUS': fabric_manager_status(view),
+            # populated only once the fabric manager completed startup (dcgm_fields.h); 0 is DCGM_ST_OK
+            'DCGM_FI_DEV_FABRIC_MANAGER_ERROR_CODE': 0,
         }
 
     def _grow(self, view, seconds):
@@ -217,11 +235,11 @@ class Simulation(object):
         return totals
 
     def sample(self):
-        """{'driver': str, 'gpus': [(labels, {field: value})]} now."""
+        """[(labels, {field: value})]: one entry per GPU, then one per NVSwitch."""
         now = time.monotonic()
         seconds = 0.0 if self.last is None else max(0.0, now - self.last)
         self.last = now
-        driver, views, faults = self.views()
+        driver, views, faults, switches = self.views()
         gpus = []
         for view in views:
             values = self._instant(view, faults)
@@ -236,7 +254,21 @@ class Simulation(object):
                      'DCGM_FI_DEV_VBIOS_VERSION': view.vbios, 'DCGM_FI_DEV_BRAND': 'NVIDIA'}
             labels += [(field, extra[field] or '') for field in self.labels]
             gpus.append((labels, values))
-        return gpus
+        return gpus + self.switch_entities(switches)
+
+    def switch_entities(self, count):
+        """The NVSwitch entities' samples: no SXid, idle temperature."""
+        values = dict.fromkeys(SWITCH_FIELDS, 0)
+        values['DCGM_FI_DEV_NVSWITCH_TEMPERATURE_CURRENT'] = NVSWITCH_IDLE_CELSIUS
+        return [([('nvswitch', 'nvswitch%d' % number), ('Hostname', self.hostname)], dict(values), 'switch')
+                for number in range(count)]
+
+
+def fabric_manager_status(view):
+    """DCGM_FI_DEV_FABRIC_MANAGER_STATUS of a GPU from hwsim's fabric state and status."""
+    if view.fabric_state == 'Completed':
+        return FM_SUCCESS if view.fabric_status == 'Success' else FM_FAILURE
+    return FM_STATUS.get(view.fabric_state, 5)
 
 
 def _number(value):
@@ -250,7 +282,11 @@ def render(counters, gpus):
     out = []
     for field, kind, text in counters:
         out.append('# HELP %s %s\n# TYPE %s %s\n' % (field, text, field, kind))
-        for labels, values in gpus:
+        # GPU fields on GPU entities, NVSwitch fields on switch entities (a third element marks a switch)
+        for entity in gpus:
+            labels, values = entity[0], entity[1]
+            if (field in SWITCH_FIELDS) != (len(entity) > 2):
+                continue
             label_text = ','.join('%s="%s"' % (key, str(value).replace('\\', '\\\\').replace('"', '\\"'))
                                   for key, value in labels)
             out.append('%s{%s} %s\n' % (field, label_text, _number(values.get(field, 0))))

@@ -16,7 +16,7 @@ import yaml
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))))
 PUBLIC = {'hostlist_compress', 'hostlist_expand', 'parse_scontrol_show_node', 'parse_slurmd_c', 'gres_conf', 'nccl_env',
-          'ipoib_address', 'expected_link_gbps', 'bom_problems'}
+          'ipoib_address', 'expected_link_gbps', 'bom_problems', 'bom_verify_expected'}
 
 
 def _docs():

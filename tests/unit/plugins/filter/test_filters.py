@@ -129,3 +129,10 @@ def test_filter_error_in_a_real_template(tmp_path):
     done = _adhoc(tmp_path, "{{ 'gpu[5-3]' | aicluster.infra.hostlist_expand }}")
     assert done.returncode != 0
     assert "reversed range '5-3'" in done.stdout + done.stderr
+
+
+def test_nccl_env_leaves_the_nvswitch_bridges_out():
+    """An HGX B200's bridge functions (ib_info nvswitch_bridge / nvswitch_bridges) carry no NCCL traffic."""
+    info = {'hcas': [dict(hca, nvswitch_bridge=hca['name'] == 'mlx5_10') for hca in IB_INFO['hcas']],
+            'nvswitch_bridges': ['mlx5_1']}
+    assert FILTERS['nccl_env'](info) == {'NCCL_IB_HCA': '=mlx5_0:1'}

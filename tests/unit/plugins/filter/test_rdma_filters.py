@@ -23,7 +23,7 @@ FILTERS = FilterModule().filters()
 
 def test_filters_and_their_docs():
     assert sorted(FILTERS) == ['rdma_device_check', 'rdma_firmware_report', 'rdma_kernel_module_packages',
-                               'rdma_vars_problems']
+                               'rdma_nvidia_dkms_rebuild', 'rdma_vars_problems']
     for name in FILTERS:
         with open(os.path.join(REPO, 'plugins', 'filter', name + '.yml'), encoding='utf-8') as handle:
             assert yaml.safe_load(handle)['DOCUMENTATION']['name'] == name

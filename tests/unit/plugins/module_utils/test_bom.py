@@ -10,6 +10,7 @@ __metaclass__ = type
 import copy
 import os
 
+import pytest
 import yaml
 
 from ansible_collections.aicluster.infra.plugins.module_utils.bom import bom_problems
@@ -43,6 +44,17 @@ def test_each_problem_names_its_key():
         "aicluster_bom.nvidia_driver.kernel_modules must be one of open, proprietary (got 'closed')",
         'aicluster_bom.cuda.toolkit must not be cuda: that metapackage pulls a driver in',
     ]
+
+
+@pytest.mark.parametrize('version, ok', [('580.95.05-1', True), ('580.95.05-0ubuntu1', True), ('580.95.05', False),
+                                         ('580.95.05-*', False)])
+def test_the_driver_version_is_the_driver_packages_with_its_revision(version, ok):
+    bom = copy.deepcopy(_default())
+    bom['nvidia_driver']['version'] = version
+    problems = [line for line in bom_problems(bom) if 'nvidia_driver.version' in line]
+    assert problems == ([] if ok else [
+        'aicluster_bom.nvidia_driver.version must be the driver package\'s exact Debian version with its revision, '
+        'such as "580.95.05-1" (Ubuntu: "580.95.05-0ubuntu1") (got %r)' % version])
 
 
 def test_dmabuf_needs_open_modules_and_cuda_version_of_its_toolkit():

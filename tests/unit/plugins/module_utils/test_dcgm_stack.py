@@ -79,12 +79,23 @@ def test_the_default_counters_hold_the_contract_fields():
     ({'exporter_counters': [{'field': 'DCGM_FI_DEV_GPU_UTIL', 'type': 'gauge', 'help': 'x'}]},
      'DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION'),
     ({'exporter_labels': ['driver']}, 'dcgm_exporter_labels'),
+    ({'exporter_nvswitch_enabled': 'yes'}, 'dcgm_exporter_nvswitch_enabled'),
+    ({'exporter_nvswitch_enabled': True, 'exporter_nvswitch_counters': []}, 'dcgm_exporter_nvswitch_counters'),
     ({'exporter_liveness_interval': 0}, 'dcgm_exporter_liveness_interval'),
     ({'exporter_expected_gpus': -1}, 'dcgm_exporter_expected_gpus'),
 ])
 def test_bad_variables_are_named(changes, words):
     problems = dcgm_problems(settings(**changes))
     assert problems and any(words in problem for problem in problems), problems
+
+
+def test_the_nvswitch_counters_are_checked_only_when_served():
+    assert dcgm_problems(settings(exporter_nvswitch_enabled=False, exporter_nvswitch_counters=[])) == []
+    assert dcgm_problems(settings(exporter_nvswitch_enabled=True,
+                                  exporter_nvswitch_counters=DEFAULTS['dcgm_exporter_nvswitch_counters'])) == []
+    # the fabric manager's per-GPU status is served by default; the switch entities are opt-in (dcgm-exporter #728)
+    fields = [entry['field'] for entry in DEFAULTS['dcgm_exporter_counters']]
+    assert 'DCGM_FI_DEV_FABRIC_MANAGER_STATUS' in fields and DEFAULTS['dcgm_exporter_nvswitch_enabled'] is False
 
 
 def test_exporter_variables_are_not_checked_when_it_is_off():

@@ -44,11 +44,25 @@ def test_upstream_version(version, upstream):
     assert upstream_version(version) == upstream
 
 
-def test_debian_packages_are_the_lab_mirror_names_all_at_the_driver_version():
+def test_debian_driver_packages_at_the_driver_version_companions_at_its_upstream():
     packages = driver_packages('580', V, 'open', fabricmanager=True, imex=True)
     assert packages == [{'name': 'nvidia-driver', 'version': V}, {'name': 'libnvidia-ml1', 'version': V},
                         {'name': 'nvidia-kernel-open-dkms', 'version': V},
-                        {'name': 'nvidia-fabricmanager-580', 'version': V}, {'name': 'nvidia-imex-580', 'version': V}]
+                        {'name': 'nvidia-fabricmanager', 'upstream': '580.95.05'},
+                        {'name': 'nvidia-imex', 'upstream': '580.95.05'}]
+
+
+@pytest.mark.parametrize('branch, fabricmanager, imex, nscq, nvsdm', [
+    ('580', 'nvidia-fabricmanager', 'nvidia-imex', 'libnvidia-nscq', 'libnvsdm'),
+    ('590', 'nvidia-fabricmanager', 'nvidia-imex', 'libnvidia-nscq', 'libnvsdm'),
+    ('570', 'nvidia-fabricmanager-570', 'nvidia-imex-570', 'libnvidia-nscq-570', 'libnvsdm-570'),
+    ('550', 'nvidia-fabricmanager-550', 'nvidia-imex-550', 'libnvidia-nscq-550', 'libnvsdm-550'),
+])
+def test_companions_lose_the_branch_from_580(branch, fabricmanager, imex, nscq, nvsdm):
+    for os_family in ('Debian', 'Ubuntu'):
+        names = package_names(branch, 'open', os_family)
+        assert (names['fabricmanager'], names['imex'], names['nscq'], names['nvsdm'], names['nvlsm']) == (
+            fabricmanager, imex, nscq, nvsdm, 'nvlsm')
 
 
 def test_proprietary_without_fabric_manager_with_extra_packages_listed_once():
@@ -60,27 +74,29 @@ def test_proprietary_without_fabric_manager_with_extra_packages_listed_once():
 
 @pytest.mark.parametrize('os_family, flavour, names', [
     ('Ubuntu', 'open', ['nvidia-driver-580-open', 'libnvidia-compute-580', 'nvidia-dkms-580-open',
-                        'nvidia-fabricmanager-580']),
+                        'nvidia-fabricmanager']),
     ('Ubuntu', 'proprietary', ['nvidia-driver-580', 'libnvidia-compute-580', 'nvidia-dkms-580',
-                               'nvidia-fabricmanager-580']),
-    ('Rocky', 'open', ['nvidia-driver', 'libnvidia-ml', 'kmod-nvidia-open-dkms', 'nvidia-fabric-manager']),
-    ('RedHat', 'proprietary', ['nvidia-driver', 'libnvidia-ml', 'kmod-nvidia-latest-dkms', 'nvidia-fabric-manager']),
+                               'nvidia-fabricmanager']),
+    ('Rocky', 'open', ['nvidia-driver', 'libnvidia-ml', 'kmod-nvidia-open-dkms', 'nvidia-fabricmanager']),
+    ('RedHat', 'proprietary', ['nvidia-driver', 'libnvidia-ml', 'kmod-nvidia-latest-dkms', 'nvidia-fabricmanager']),
 ], ids=['ubuntu-open', 'ubuntu-proprietary', 'rocky-open', 'redhat-proprietary'])
 def test_other_os_names(os_family, flavour, names):
     assert [entry['name'] for entry in driver_packages('580', V, flavour, True, False, os_family)] == names
+    # issue #585: nvidia-fabric-manager from 470 to 575
+    assert package_names('570', flavour, 'RedHat')['fabricmanager'] == 'nvidia-fabric-manager'
 
 
 def test_overrides_replace_a_component_and_fill_in_the_branch():
-    names = package_names('580', 'open', 'Debian', {'fabricmanager': 'nvidia-fabricmanager', 'libraries': 'libnvidia-ml1'})
-    assert names['fabricmanager'] == 'nvidia-fabricmanager'
+    names = package_names('580', 'open', 'Debian', {'fabricmanager': 'site-fm-{branch}', 'libraries': 'libnvidia-ml1'})
+    assert names['fabricmanager'] == 'site-fm-580'
     assert names['libraries'] == ['libnvidia-ml1']
     assert names['kernel_modules'] == 'nvidia-kernel-open-dkms'
 
 
 def test_candidates_name_both_flavours_fabric_manager_and_imex_whatever_is_asked():
     assert candidate_names('580', 'Debian', extra=['nvidia-persistenced']) == [
-        'nvidia-driver', 'libnvidia-ml1', 'nvidia-kernel-open-dkms', 'nvidia-kernel-dkms', 'nvidia-fabricmanager-580',
-        'nvidia-imex-580', 'nvidia-persistenced']
+        'nvidia-driver', 'libnvidia-ml1', 'nvidia-kernel-open-dkms', 'nvidia-kernel-dkms', 'nvidia-fabricmanager',
+        'nvidia-imex', 'nvidia-persistenced']
     assert candidate_names('580', 'Ubuntu')[:2] == ['nvidia-driver-580-open', 'nvidia-driver-580']
 
 

@@ -256,3 +256,24 @@ def test_parse_device_list_needs_the_count():
 ], ids=['devices', 'container', 'none-required', 'missing-check-mode', 'missing', 'garbage'])
 def test_device_check(query, require, check_mode, expected):
     assert device_check(query, require, check_mode) == expected
+
+
+# --------------------------------------------------------------------------
+# nvidia's DKMS module rebuilt after a DOCA-OFED change (issue 31)
+
+def test_a_doca_change_rebuilds_the_newest_nvidia_build_for_the_running_and_next_kernels():
+    from ansible_collections.aicluster.infra.plugins.module_utils.rdma_plan import nvidia_dkms_rebuild
+    assert nvidia_dkms_rebuild(['doca-ofed', 'mlnx-ofed-kernel-dkms'], ['580.82.07', '580.95.05', 'original_module'],
+                               ['6.1.0-28-amd64', '6.1.0-30-amd64']) == [
+        ['dkms', 'build', 'nvidia/580.95.05', '-k', '6.1.0-28-amd64', '--force'],
+        ['dkms', 'install', 'nvidia/580.95.05', '-k', '6.1.0-28-amd64', '--force'],
+        ['dkms', 'build', 'nvidia/580.95.05', '-k', '6.1.0-30-amd64', '--force'],
+        ['dkms', 'install', 'nvidia/580.95.05', '-k', '6.1.0-30-amd64', '--force']]
+    # the same kernel twice (running is newest): once
+    assert len(nvidia_dkms_rebuild(['mlnx-ofed-kernel-dkms'], ['580.95.05'], ['6.1.0-28-amd64', '6.1.0-28-amd64'])) == 2
+
+
+def test_no_doca_change_or_no_nvidia_build_rebuilds_nothing():
+    from ansible_collections.aicluster.infra.plugins.module_utils.rdma_plan import nvidia_dkms_rebuild
+    assert nvidia_dkms_rebuild([], ['580.95.05'], ['6.1.0-28-amd64']) == []
+    assert nvidia_dkms_rebuild(['doca-ofed'], [], ['6.1.0-28-amd64']) == []  # greenfield: the driver comes after

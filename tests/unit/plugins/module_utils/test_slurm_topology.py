@@ -455,3 +455,15 @@ def test_filters_wrap_the_module_utils_and_turn_errors_into_filter_errors():
         filters['slurm_topology'](SU1, 'topology/flat')
     assert filters['slurm_topology_reads']({'gpu01': {'failed': True}}) == {'host': None, 'reads': []}
     assert filters['slurm_topology_reads']({}, host='gpu09') == {'host': 'gpu09', 'reads': []}
+
+
+def test_topology_reads_never_go_through_an_nvswitch_bridge():
+    """On an HGX B200 the bridge functions sort first (DGX B200: mlx5_0..mlx5_3); iblinkinfo through one reads the
+    NVLink side's subnet (NVLSM's), not the compute fabric."""
+    def info(node):
+        hcas = [{'name': 'mlx5_%d' % n, 'nvswitch_bridge': n < 4,
+                 'ports': [{'port': 1, 'state': 'Active', 'link_layer': 'InfiniBand',
+                            'port_guid': '0x%016x' % ((node << 8) | n)}]} for n in range(6)]
+        return {'hcas': hcas}
+    plan = topo.topology_reads({'gpu01': info(1), 'gpu02': info(2)})
+    assert plan['reads'] and all(read['ca'] in ('mlx5_4', 'mlx5_5') for read in plan['reads'])

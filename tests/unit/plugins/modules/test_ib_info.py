@@ -188,3 +188,36 @@ def test_ibv_devinfo_board_id_of_a_real_capture(run_module):
         'ibv_devinfo': (0, real_fixture('ibv_devinfo/kaust-ibex-cx6-hdr100-rdma-core-tabs.txt'), '')})
     assert [(hca['name'], hca['firmware_version'], hca['board_id']) for hca in result['hcas']] == [
         ('mlx5_0', '20.35.1012', 'MT_0000000222')]
+
+
+# NVSwitch bridge functions (HGX B200/B300): RDMA devices whose VPD carries SW_MNG, like mlx5_0..mlx5_3 of a DGX B200
+# (siderolabs/extensions #895), sorted before the compute HCAs.
+def _ca(name, guid):
+    return ("CA '%s'\n\tCA type: MT4129\n\tNumber of ports: 1\n\tFirmware version: 28.39.1002\n\tHardware version: 0\n"
+            "\tNode GUID: %s\n\tSystem image GUID: %s\n\tPort 1:\n\t\tState: Active\n\t\tPhysical state: LinkUp\n"
+            "\t\tRate: 400\n\t\tBase lid: 5\n\t\tLMC: 0\n\t\tSM lid: 1\n\t\tCapability mask: 0xa751e848\n"
+            "\t\tPort GUID: %s\n\t\tLink layer: InfiniBand\n" % (name, guid, guid, guid))
+
+
+def _sysfs_with_bridges(tmp_path, bridges, others):
+    from ansible_collections.aicluster.infra.plugins.module_utils.nvswitch import build_vpd
+    for name in bridges + others:
+        folder = tmp_path / 'class' / 'infiniband' / name / 'device'
+        folder.mkdir(parents=True)
+        va = 'MLX:MN=MLNX:CSKU=V2:UUID=V3:PCI=V0:MODL=CX7' + (':SMDL=SW_MNG' if name in bridges else '')
+        (folder / 'vpd').write_bytes(build_vpd('ConnectX-7', [('PN', 'MCX75310AAS-NEAT'), ('VA', va)]))
+    return str(tmp_path)
+
+
+def test_nvswitch_bridges_are_left_out_of_the_hcas(run_module, tmp_path):
+    text = ''.join(_ca('mlx5_%d' % n, '0xcc40f3030027f6%02x' % n) for n in range(6))
+    root = _sysfs_with_bridges(tmp_path, ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3'], ['mlx5_4', 'mlx5_5'])
+    result, _calls = run_module(ib_info, {'sysfs_root': root}, {'ibstat': (0, text, '')})
+    assert [hca['name'] for hca in result['hcas']] == ['mlx5_4', 'mlx5_5']
+    assert result['nvswitch_bridges'] == ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3']
+    assert all(hca['nvswitch_bridge'] is False for hca in result['hcas'])
+    kept, _calls = run_module(ib_info, {'sysfs_root': root, 'nvswitch_bridges': 'include'}, {'ibstat': (0, text, '')})
+    assert [hca['name'] for hca in kept['hcas'] if hca['nvswitch_bridge']] == ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3']
+    # without a readable VPD (a container, another sysfs) nothing is a bridge
+    plain, _calls = run_module(ib_info, {'sysfs_root': str(tmp_path / 'none')}, {'ibstat': (0, text, '')})
+    assert len(plain['hcas']) == 6 and plain['nvswitch_bridges'] == []

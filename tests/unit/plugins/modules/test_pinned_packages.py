@@ -82,3 +82,52 @@ def test_bad_version_names_the_entry(run_module):
     result, calls = run_module(pinned_packages, {'packages': [{'name': 'nvidia-driver', 'version': '580*'}]}, _tools(''))
     assert result['failed'] is True and calls == []
     assert 'packages[0]: nvidia-driver needs an exact Debian version' in result['msg']
+
+
+# ---------------------------------------------------------------- upstream pins
+UPSTREAM = [{'name': 'nvidia-driver-580-open', 'version': '580.95.05-0ubuntu1'},
+            {'name': 'nvidia-fabricmanager', 'upstream': '580.95.05'}]
+UP_OLD = ('nvidia-driver-580-open\tnvidia-driver-580-open\t580.82.07-0ubuntu1\thi \n'
+          'nvidia-fabricmanager\tnvidia-fabricmanager\t580.82.07-1\thi \n')
+UP_MADISON = (' nvidia-driver-580-open | 580.95.05-0ubuntu1 | https://x/ubuntu2404/x86_64  Packages\n'
+              ' nvidia-fabricmanager | 580.95.05-1 | https://x/ubuntu2404/x86_64  Packages\n'
+              ' nvidia-fabricmanager | 580.82.07-1 | https://x/ubuntu2404/x86_64  Packages\n')
+
+
+def test_upstream_pin_is_installed_at_the_repository_version(run_module):
+    result, calls = run_module(pinned_packages, {'packages': UPSTREAM, '_ansible_diff': True},
+                               _tools(UP_OLD, madison=UP_MADISON))
+    assert calls[-2][-2:] == ['nvidia-driver-580-open=580.95.05-0ubuntu1', 'nvidia-fabricmanager=580.95.05-1']
+    assert result['changed_packages'][1] == {'name': 'nvidia-fabricmanager', 'before': '580.82.07-1',
+                                             'after': '580.95.05-1'}
+    assert 'nvidia-fabricmanager=580.95.05-1 (held)' in result['diff']['after']
+
+
+def test_upstream_pin_converged_runs_one_command(run_module):
+    converged = UP_OLD.replace('580.82.07', '580.95.05')
+    result, calls = run_module(pinned_packages, {'packages': UPSTREAM}, _tools(converged, madison=UP_MADISON))
+    assert [call[0].rsplit('/', 1)[-1] for call in calls] == ['dpkg-query'] and result['changed'] is False
+
+
+def test_upstream_pin_not_offered_installs_nothing(run_module):
+    madison = ' nvidia-driver-580-open | 580.95.05-0ubuntu1 | https://x/  Packages\n'
+    result, calls = run_module(pinned_packages, {'packages': UPSTREAM}, _tools(UP_OLD, madison=madison))
+    assert result['failed'] is True
+    assert ('nvidia-fabricmanager=580.95.05-* is not in any configured repository (no version of '
+            'nvidia-fabricmanager is offered); nothing was installed or removed') in result['msg']
+    assert not any(call[1] in ('install', 'hold') for call in calls)
+
+
+def test_upstream_pin_in_check_mode_reads_madison_only(run_module):
+    result, calls = run_module(pinned_packages, {'packages': UPSTREAM, '_ansible_check_mode': True},
+                               _tools(UP_OLD, madison=UP_MADISON))
+    assert [call[0].rsplit('/', 1)[-1] + ' ' + call[1] for call in calls] == ['dpkg-query --show', 'apt-cache madison']
+    assert result['changed_packages'][1]['after'] == '580.95.05-1'
+    result, _calls = run_module(pinned_packages, {'packages': UPSTREAM, '_ansible_check_mode': True},
+                                _tools(UP_OLD, madison=''))
+    assert result['changed_packages'][1]['after'] == '580.95.05-*'
+
+
+def test_version_or_upstream_is_required(run_module):
+    result, _calls = run_module(pinned_packages, {'packages': [{'name': 'nvidia-imex'}]}, _tools(''))
+    assert result['failed'] is True and 'version' in result['msg'] and 'upstream' in result['msg']

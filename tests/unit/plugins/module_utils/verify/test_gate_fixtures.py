@@ -44,6 +44,11 @@ NOT_PINNED_YET = {
                       'run); test_link.py and test_hwsim_link.py (link-errors) pass and fail it',
     'ib.ber': 'the pinned evidence predates the mlxlink read; test_link.py and test_hwsim_link.py (link-errors) pass and fail it',
     'ib.roce_drops': 'RoCE counters are in no pinned case; test_link.py passes and fails it on ethtool -S and hw_counters',
+    # issue 32 (Fabric I): decided in module_utils but not yet run by the verify role, so no pinned case has them
+    'fabric.sm': 'not run by the verify role yet (issue 32); test_sm.py passes and fails it on sminfo/saquery reads',
+    'fabric.partition': 'not run by the verify role yet (issue 32); test_partition.py passes and fails it on P_Key tables',
+    'fabric.switch_errors': 'not run by the verify role yet (issue 32); test_switch_errors.py passes and fails it on '
+                            'ibqueryerrors reads',
 }
 
 

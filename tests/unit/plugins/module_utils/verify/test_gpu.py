@@ -187,6 +187,28 @@ def test_gpu_fleet_driver():
     assert _failed(out['c']) and not _failed(out['a'])
 
 
+def test_decide_gpu_checks_each_node_against_its_own_expected_values():
+    """A host with its own bill of materials (molecule/bringup: gpu03 on the 570 branch, gpu02 an HGX B200) is decided
+    by the host that runs the decision: each node's own expected model and driver (``expected['nodes']``) count, and
+    the driver pinned per host is no fleet split."""
+    b200 = dict(_gpu_info(), driver_version='580.95.05')
+    b200['gpus'] = [dict(entry, name='NVIDIA B200', type='b200') for entry in b200['gpus']]
+    observations = {'gpu01': {'gpu_info': dict(_gpu_info(), driver_version='580.95.05')}, 'gpu02': {'gpu_info': b200},
+                    'gpu03': {'gpu_info': dict(_gpu_info(), driver_version='570.195.03')}}
+    fleet = dict(EXPECTED, driver='580.95.05', enabled=_only('inventory'))
+    nodes = {'gpu01': fleet, 'gpu02': dict(fleet, model='b200-sxm'), 'gpu03': dict(fleet, driver='570.195.03')}
+    out = gpu.decide_gpu(observations, dict(fleet, nodes=nodes))
+    assert [node for node in sorted(out['nodes']) if _failed(out['nodes'][node])] == []
+    assert [node for node in sorted(out['fleet']) if _failed(out['fleet'][node])] == [] and out['cluster'] == []
+    assert _by_check(out['fleet']['gpu03'], 'gpu.driver_uniform')[0]['threshold'] == '570.195.03'
+    # without them, every node is held to the deciding host's values: the B200's model and 570 fail
+    out = gpu.decide_gpu(observations, fleet)
+    assert _failed(out['nodes']['gpu02']) and _failed(out['fleet']['gpu03'])
+    # a node off its own pin still fails
+    observations['gpu03']['gpu_info'] = dict(_gpu_info(), driver_version='580.95.05')
+    assert _failed(gpu.decide_gpu(observations, dict(fleet, nodes=nodes))['fleet']['gpu03'])
+
+
 def test_decide_gpu_keeps_an_unreadable_node_out_of_the_fleet():
     observations = {'a': {'gpu_info': _gpu_info()}, 'b': {'gpu_info': _gpu_info()},
                     'c': {'gpu_info': {'failed': True, 'msg': 'no driver'}}}

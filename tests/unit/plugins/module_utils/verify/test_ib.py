@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import pytest
+
 from _paths import real_fixture
 
 from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat
@@ -142,3 +144,22 @@ def test_decide_ib_reads_identity_for_the_fabric_with_port_checks_off():
 def test_checked_hcas_in_device_order_not_lexical():
     info = _info(names=('mlx5_0', 'mlx5_10', 'mlx5_11', 'mlx5_3', 'mlx5_9'))
     assert ib.checked_hcas(info, None, 'InfiniBand') == ['mlx5_0', 'mlx5_3', 'mlx5_9', 'mlx5_10', 'mlx5_11']
+
+
+def _b200_info(flag=True):
+    """A DGX B200's RDMA devices as ib_info returns them with nvswitch_bridges=include: the four NVSwitch bridge
+    functions mlx5_0..mlx5_3 first (siderolabs/extensions #895), then the compute HCAs, all InfiniBand and Active."""
+    info = _info(names=tuple('mlx5_%d' % n for n in range(6)))
+    for hca in info['hcas'][:4]:
+        hca['nvswitch_bridge'] = flag
+    if not flag:
+        info['nvswitch_bridges'] = ['mlx5_0', 'mlx5_1', 'mlx5_2', 'mlx5_3']
+    return info
+
+
+@pytest.mark.parametrize('flag', [True, False], ids=['hca-flag', 'bridges-list'])
+def test_checked_hcas_leave_the_nvswitch_bridges_out(flag):
+    """verify_ib's default (every InfiniBand HCA): rail 0 is the first compute HCA, not a bridge."""
+    info = _b200_info(flag)
+    assert ib.checked_hcas(info, None, 'InfiniBand') == ['mlx5_4', 'mlx5_5']
+    assert ib.checked_hcas(info, ['mlx5_0']) == ['mlx5_0']  # named explicitly: the operator's choice

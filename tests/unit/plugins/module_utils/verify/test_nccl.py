@@ -185,6 +185,19 @@ def test_decide_nccl_parses_each_nodes_output_once(monkeypatch):
     assert sorted(r['check'] for r in out['nodes']['gpu01']) == ['nccl.busbw', 'nccl.slow_node', 'nccl.wrong']
 
 
+def test_decide_nccl_threshold_of_each_node():
+    """A node's own busbw threshold (verify_nccl_busbw_min_gbs in its host_vars, e.g. a GPU model the table lacks)
+    counts though another host decides for the fleet."""
+    text = own_fixture(H100_PASS)
+    b200 = {'changed': False, 'gpus': [{'index': 0, 'name': 'NVIDIA B200', 'pci_device_id': '2901'}], 'count': 1}
+    observations = {'gpu01': {'gpu_info': _h100_info(), 'run': {'rc': 0, 'stdout': text}},
+                    'gpu02': {'gpu_info': b200, 'run': {'rc': 0, 'stdout': text}}}
+    fleet = {'busbw_table': {'h100': 1}, 'busbw_min_gbs': 0, 'slow_node': False}
+    out = nccl.decide_nccl(observations, dict(fleet, nodes={'gpu01': fleet, 'gpu02': dict(fleet, busbw_min_gbs=1)}))
+    assert not _failed(out['nodes']['gpu02']) and not _failed(out['nodes']['gpu01'])
+    assert 'no busbw threshold' in _failed(nccl.decide_nccl(observations, fleet)['nodes']['gpu02'])[0]['message']
+
+
 def test_decide_nccl_failed_gpu_info_and_skipped_run():
     observations = {'a': {'gpu_info': {'failed': True, 'msg': 'no driver'}},
                     'b': {'gpu_info': _h100_info(), 'run': {'changed': False, 'skipped': True}},

@@ -433,3 +433,12 @@ def test_unattributed_pairs_fail_the_verdict_at_cluster_level():
     results = perftest.unattributed_results({'write_bw': [['gpu01', 'gpu02', 3]], 'read_bw': []})
     assert [(r['check'], r['subject'], r['passed']) for r in results] == [('perftest.write_bw', 'cluster', False)]
     assert 'gpu01 -> gpu02 rail 3' in results[0]['message']
+
+
+def test_endpoint_leaves_the_nvswitch_bridges_out():
+    """verify_perftest's default: no ib_write_bw through an HGX B200's bridge functions (VPD SW_MNG)."""
+    info = _info(('mlx5_0', 'mlx5_1', 'mlx5_2'))
+    info['hcas'][0]['nvswitch_bridge'] = True
+    info['nvswitch_bridges'] = ['mlx5_1']
+    point = perftest.endpoint(info, address='10.0.0.1')
+    assert point['names'] == ['mlx5_2'] and [h['rail'] for h in point['hcas']] == [0]
