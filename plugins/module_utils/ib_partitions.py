@@ -524,30 +524,49 @@ def _applies(guid, port_guid, is_switch, sm_guid):
     return guid == port_guid
 
 
-def expected_pkeys(partitions, port_guid, is_switch=False, sm_guid=None, allow_both_pkeys=False):
-    """The P_Key table values one port should hold under ``opensm_partitions``: sorted ``'0x....'`` texts with the
-    membership bit 0x8000 for a full member, as verify/partition.py's ``expected['pkeys']`` takes them.
+def expected_pkeys_by_port(partitions, port_guids, switch_guids=(), sm_guid=None, allow_both_pkeys=False):
+    """The P_Key table values each port should hold under ``opensm_partitions``: port GUID (normalised) -> sorted
+    ``'0x....'`` texts with the membership bit 0x8000 for a full member, as verify/partition.py's
+    ``expected['pkeys']`` takes them. One pass for a whole fleet.
 
-    Follows osm_prtn_config.c/osm_prtn.c: each specifier that names the port (its GUID, ``ALL``, ``ALL_CAS`` for a
-    CA, ``ALL_SWITCHES`` for a switch, ``SELF`` for ``sm_guid``'s port) adds it; without ``allow_both_pkeys`` (the
-    opensm.conf default) the last one wins and ``both`` means full; with it full and limited are kept apart. A
-    variable without a Default entry gives the implicit ``Default=0x7fff : ALL=limited, SELF=full``.
+    Follows osm_prtn_config.c/osm_prtn.c: each specifier that names a port (its GUID, ``ALL``, ``ALL_CAS`` for a
+    CA, ``ALL_SWITCHES`` for a port in ``switch_guids``, ``SELF`` for ``sm_guid``'s port) adds it; without
+    ``allow_both_pkeys`` (the opensm.conf default) the last one wins and ``both`` means full; with it full and
+    limited are kept apart. A variable without a Default entry gives OpenSM's implicit
+    ``Default=0x7fff : ALL=limited, SELF=full``. ValueError on a bad GUID or a bad variable.
     """
-    port = norm_guid(port_guid)
-    if port is None:
-        raise ValueError('expected_pkeys: %r is not a port GUID' % (port_guid,))
+    ports = []
+    for guid in port_guids:
+        port = norm_guid(guid)
+        if port is None:
+            raise ValueError('expected_pkeys: %r is not a port GUID' % (guid,))
+        ports.append(port)
+    switches = set(norm_guid(guid) for guid in switch_guids or ())
     sm = norm_guid(sm_guid) if sm_guid is not None else None
     parts = normalize_partitions(partitions, require_default=False)
     if not any(part['pkey'] == DEFAULT_PKEY for part in parts):
         parts.append({'pkey': DEFAULT_PKEY, 'members': [{'guid': 'ALL', 'membership': 'limited'},
                                                         {'guid': 'SELF', 'membership': 'full'}]})
-    out = set()
+    out = dict((port, set()) for port in ports)
     for part in parts:
-        held = set()
+        held = {}
         for member in part['members']:
-            if not _applies(member['guid'], port, is_switch, sm):
-                continue
+            guid = member['guid']
+            if guid in KEYWORDS:
+                targets = [port for port in ports if _applies(guid, port, port in switches, sm)]
+            else:
+                targets = [guid] if guid in out else []
             wanted = {'full': {True}, 'limited': {False}, 'both': {True, False} if allow_both_pkeys else {True}}[member['membership']]
-            held = held | wanted if allow_both_pkeys else wanted
-        out.update('0x%04x' % (part['pkey'] | (0x8000 if full else 0)) for full in held)
-    return sorted(out)
+            for port in targets:
+                held[port] = held.get(port, set()) | wanted if allow_both_pkeys else wanted
+        for port, fulls in held.items():
+            out[port].update('0x%04x' % (part['pkey'] | (0x8000 if full else 0)) for full in fulls)
+    return dict((port, sorted(values)) for port, values in out.items())
+
+
+def expected_pkeys(partitions, port_guid, is_switch=False, sm_guid=None, allow_both_pkeys=False):
+    """expected_pkeys_by_port() for one port: its sorted ``'0x....'`` P_Key table values."""
+    port = norm_guid(port_guid)
+    if port is None:
+        raise ValueError('expected_pkeys: %r is not a port GUID' % (port_guid,))
+    return expected_pkeys_by_port(partitions, [port], [port] if is_switch else (), sm_guid, allow_both_pkeys)[port]

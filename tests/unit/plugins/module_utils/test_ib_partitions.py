@@ -300,3 +300,13 @@ def test_pkey_number():
     for bad in (True, 'x1', None):
         with pytest.raises(ValueError, match='is not a number'):
             ibp.pkey_number(bad)
+
+
+def test_expected_pkeys_by_port_for_a_fleet():
+    partitions = [_default(), _tenant(), {'name': 'switches', 'pkey': 5, 'members': [{'guid': 'ALL_SWITCHES', 'membership': 'full'}]}]
+    by_port = ibp.expected_pkeys_by_port(partitions, [HCA, HCA2.upper().replace('X', 'x'), '0x1', '0x2'], switch_guids=['0x01'], sm_guid='0x2')
+    assert by_port == {HCA: ['0x8001', '0xffff'], HCA2: ['0x0001', '0xffff'], '0x0000000000000001': ['0x8005', '0xffff'],
+                       '0x0000000000000002': ['0x8001', '0xffff']}
+    assert by_port[HCA] == ibp.expected_pkeys(partitions, HCA)
+    with pytest.raises(ValueError, match="expected_pkeys: 'x' is not a port GUID"):
+        ibp.expected_pkeys_by_port(partitions, ['x'])
