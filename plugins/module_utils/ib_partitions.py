@@ -197,10 +197,12 @@ def partitions_problems(partitions, port_rates=None, require_default=True):
     if not isinstance(partitions, list) or not partitions:
         return ['%s must be a non-empty list of partitions ({name, pkey, ipoib, mtu, rate, members}), got %r'
                 % (VAR, partitions)]
-    rates = {}
+    rates, problems, names, pkeys = {}, [], {}, {}
     for guid, rate in (port_rates or {}).items():
-        rates[norm_guid(guid) or guid] = _number(rate)
-    problems, names, pkeys = [], {}, {}
+        try:
+            rates[norm_guid(guid) or guid] = _number(rate)
+        except (ValueError, TypeError):
+            problems.append('port rate of %s: %r is not a number of Gb/s (ibstat Rate)' % (guid, rate))
     for index, item in enumerate(partitions):
         where = '%s[%d]' % (VAR, index)
         if not isinstance(item, dict):

@@ -128,6 +128,7 @@ def test_rate_above_the_slowest_member_port():
     # a port the rates do not name is not judged; an unknown rate is said once, not compared
     assert ibp.partitions_problems([_default(rate=100), _tenant(members=[{'guid': '0x1'}])], port_rates=rates) == []
     assert len(ibp.partitions_problems([_default(rate=100), _tenant(rate=1600)], port_rates=rates)) == 1
+    assert ibp.partitions_problems([_default()], port_rates={HCA: 'fast'}) == ["port rate of %s: 'fast' is not a number of Gb/s (ibstat Rate)" % HCA]
 
 
 def test_render_refuses_a_bad_variable_with_every_problem():
