@@ -18,6 +18,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.ib_partitions import pkey_number
 from ansible_collections.aicluster.infra.plugins.module_utils.smpquery import parse_smpquery, parse_sysfs_pkeys
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import for_node
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
@@ -26,14 +27,6 @@ CHECK = 'fabric.partition'
 MEMBERSHIPS = ('full', 'limited', 'both')
 # opensm partition-config.txt: the default partition, every port a full member ("Default=0x7fff, ipoib : ALL=full;")
 DEFAULT_PKEYS = ({'pkey': 0x7fff, 'membership': 'full'},)
-
-
-def _pkey_number(value):
-    text = str(value).strip().lower()
-    try:
-        return int(text, 16) if text.startswith('0x') else int(text)
-    except ValueError:
-        raise ValueError('P_Key %r is not a number' % (value,))
 
 
 def wanted_entries(pkeys):
@@ -45,10 +38,10 @@ def wanted_entries(pkeys):
     out = set()
     for item in pkeys or []:
         if isinstance(item, dict):
-            number = _pkey_number(item.get('pkey'))
+            number = pkey_number(item.get('pkey'))
             membership = item.get('membership') or ('full' if number & 0x8000 else 'limited')
         else:
-            number = _pkey_number(item)
+            number = pkey_number(item)
             membership = 'full' if number & 0x8000 else 'limited'
         if membership not in MEMBERSHIPS:
             raise ValueError('membership %r of P_Key 0x%04x is not one of %s' % (membership, number, ', '.join(MEMBERSHIPS)))
