@@ -211,3 +211,18 @@ def test_the_mode_read_back():
     assert ipoib.mode_problems(interfaces, {'/sys/class/net/ib1/mode': None})[0].startswith('ib0: /sys/class/net/ib0/mode')
     good = dict((k, 'connected\n' if k.endswith('mode') else '65520\n') for k in contents)
     assert ipoib.mode_problems(interfaces, good) == []
+
+
+def test_the_filters_wrap_the_decisions():
+    from ansible.errors import AnsibleFilterError
+    from ansible_collections.aicluster.infra.plugins.filter.ipoib import FilterModule
+    filters = FilterModule().filters()
+    plan = filters['ipoib_plan'](dict(settings(), fleet_size='4', nodes_per_subnet='2000', node_index='3',
+                                      mtu='0', port='1'), INFO)
+    assert plan['problems'] == [] and len(plan['interfaces']) == 2
+    assert plan['sysctl']['net.ipv4.neigh.default.gc_thresh1'] == 4096  # 2,000 nodes x 2 subnets
+    assert filters['ipoib_plan'](settings(mode='x'), INFO)['sysctl'] == {}
+    assert filters['ipoib_fleet_problems']({'a': plan, 'b': plan})[0].startswith('ipoib_addresses/ipoib_node_index')
+    with pytest.raises(AnsibleFilterError, match='^ipoib_renderer: '):
+        filters['ipoib_renderer']({}, 'auto', [])
+    assert filters['ipoib_mode_problems'](plan['interfaces'], {}) != []
