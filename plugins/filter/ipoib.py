@@ -48,6 +48,10 @@ def _ipoib_mode_problems(interfaces, observed):
     return _call('ipoib_mode_problems', 'mode_problems', list(interfaces or []), dict(observed or {}))
 
 
+def _ipoib_live_problems(interfaces, links):
+    return _call('ipoib_live_problems', 'live_problems', list(interfaces or []), links)
+
+
 class FilterModule(object):
     """aicluster.infra ipoib role filters (internal)."""
 
@@ -57,4 +61,5 @@ class FilterModule(object):
             'ipoib_fleet_problems': _ipoib_fleet_problems,
             'ipoib_renderer': _ipoib_renderer,
             'ipoib_mode_problems': _ipoib_mode_problems,
+            'ipoib_live_problems': _ipoib_live_problems,
         }

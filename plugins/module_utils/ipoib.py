@@ -25,6 +25,7 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import AddressError, _netaddr, ipoib_address
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.ib import checked_hcas
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.net import interfaces as ip_interfaces
 
 MODES = ('datagram', 'connected')
 RENDERERS = ('netplan', 'networkd', 'ifupdown', 'networkmanager')
@@ -194,14 +195,18 @@ def _settings_problems(settings):
 
 
 def _wanted_mtu(mode, configured, ib_mtu, name, pkey):
-    """(MTU, problem) of one interface: from the partition's IB MTU in datagram mode, refusing one that does not fit."""
+    """(MTU, problem) of one interface: from the partition's IB MTU in datagram mode (None: no partition known, the
+    largest IB MTU), refusing one that does not fit."""
     if mode == 'connected':
         return configured or CONNECTED_MTU, None
-    fits = datagram_mtu(ib_mtu)
+    fits = datagram_mtu(ib_mtu or max(IB_MTUS))
     if not configured:
         return fits, None
+    if configured > fits and ib_mtu is None:
+        return fits, ('ipoib_mtu %d is above %d, the largest datagram-mode MTU (IB MTU 4096 - 4); use connected mode '
+                      'for more' % (configured, fits))
     if configured > fits:
-        return fits, ('ipoib_mtu %d does not fit %s: its partition 0x%04x carries IPoIB at IB MTU %d, so datagram mode '
+        return fits, ('ipoib_mtu %d does not fit %s: partition 0x%04x carries IPoIB at IB MTU %d, so datagram mode '
                       'allows at most %d (set ipoib_mtu to %d or 0, or raise the partition\'s mtu in opensm_partitions)'
                       % (configured, name, pkey, ib_mtu, fits, fits))
     return configured, None
@@ -217,7 +222,8 @@ def _address(name, subnet, settings, rail):
         except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
             return None, 'ipoib_addresses[%s]: %r is not an address/prefix (%s)' % (name, given, exc)
         if subnet is not None and (interface.ip not in subnet or interface.prefixlen != subnet.prefixlen):
-            return None, ('ipoib_addresses[%s]: %s is outside rail %d\'s subnet %s' % (name, given, rail, subnet))
+            return None, ('ipoib_addresses[%s]: %s is outside rail %d\'s subnet %s (or has another prefix length)'
+                          % (name, given, rail, subnet))
         if interface.ip in (interface.network, interface.broadcast) and interface.version == 4 \
                 and interface.prefixlen < 31:
             return None, 'ipoib_addresses[%s]: %s is its subnet\'s network or broadcast address' % (name, given)
@@ -280,10 +286,7 @@ def _interfaces(settings, rails, mtus):
             address, problem = _address(name, subnet, settings, rail['rail'])
             if problem:
                 problems.append(problem)
-            if ib_mtu is None:
-                mtu, problem = (configured or (CONNECTED_MTU if mode == 'connected' else datagram_mtu(4096))), None
-            else:
-                mtu, problem = _wanted_mtu(mode, configured, ib_mtu, name, pkey)
+            mtu, problem = _wanted_mtu(mode, configured, ib_mtu, name, pkey)
             if problem:
                 problems.append(problem)
             interfaces.append({'name': name, 'parent': parent, 'pkey': pkey_text, 'hca': rail['hca'],
@@ -446,4 +449,29 @@ def mode_problems(interfaces, observed):
             problems.append('%s is in %s mode, ipoib_mode asks for %s.%s' % (item['name'], mode, item['mode'], hint))
         if mtu is not None and mtu != item['mtu']:
             problems.append('%s has MTU %d, the plan %d' % (item['name'], mtu, item['mtu']))
+    return problems
+
+
+def live_problems(interfaces, links):
+    """The plan against the live interfaces (``ip -j -d addr show``, read by ``verify.net.interfaces``): one line per
+    interface that is missing, lacks its address, or runs another MTU or mode; empty when the host is as planned.
+
+    A drift run (``--check``) reports these as changes, and a plain run applies the configuration again.
+    """
+    table = ip_interfaces(links)
+    if table is None:
+        return ['the interfaces could not be read (ip -j -d addr show)']
+    problems = []
+    for item in interfaces or []:
+        live = table.get(item['name'])
+        if live is None:
+            problems.append('%s does not exist' % item['name'])
+            continue
+        address = (item.get('address') or '').split('/')[0]
+        if address and live['ipv4'] != address:
+            problems.append('%s has %s, the plan %s' % (item['name'], live['ipv4'] or 'no IPv4 address', address))
+        if live['mtu'] is not None and live['mtu'] != item['mtu']:
+            problems.append('%s has MTU %d, the plan %d' % (item['name'], live['mtu'], item['mtu']))
+        if live['mode'] and live['mode'] != item['mode']:
+            problems.append('%s is in %s mode, the plan %s' % (item['name'], live['mode'], item['mode']))
     return problems

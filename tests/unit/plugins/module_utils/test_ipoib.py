@@ -92,7 +92,8 @@ def test_an_ethernet_fabric_is_skipped_once_with_the_reason():
 REFUSALS = [
     ('mode', settings(mode='cm'), "ipoib_mode must be one of datagram, connected, got 'cm'"),
     ('mtu-above-partition', settings(mtu=4092, partitions=[{'name': 'Default', 'pkey': '0x7fff', 'mtu': 2048}]),
-     'ipoib_mtu 4092 does not fit ib0: its partition 0x7fff carries IPoIB at IB MTU 2048'),
+     'ipoib_mtu 4092 does not fit ib0: partition 0x7fff carries IPoIB at IB MTU 2048'),
+    ('mtu-above-ib', settings(mtu=9000, partitions=[]), 'ipoib_mtu 9000 is above 4092, the largest datagram-mode MTU'),
     ('mtu-not-a-number', settings(mtu='big'), "ipoib_mtu must be 0 (from the partition) or an MTU in bytes, got 'big'"),
     ('mtu-connected-too-big', settings(mode='connected', mtu=70000), 'ipoib_mtu 70000 is above 65520'),
     ('partition-mtu', settings(partitions=[{'name': 'Default', 'pkey': '0x7fff', 'mtu': 4092}]),
@@ -226,3 +227,23 @@ def test_the_filters_wrap_the_decisions():
     with pytest.raises(AnsibleFilterError, match='^ipoib_renderer: '):
         filters['ipoib_renderer']({}, 'auto', [])
     assert filters['ipoib_mode_problems'](plan['interfaces'], {}) != []
+
+
+def _ip(name, mtu, address=None, mode='datagram'):
+    link = {'ifname': name, 'mtu': mtu, 'operstate': 'UP', 'linkinfo': {'info_kind': 'ipoib', 'info_data': {'mode': mode}},
+            'addr_info': [{'family': 'inet', 'local': address, 'prefixlen': 24}] if address else []}
+    return link
+
+
+def test_the_live_state_against_the_plan():
+    """``ip -j -d addr show`` as iproute2 prints an IPoIB link (linkinfo info_kind ipoib, info_data mode)."""
+    interfaces = ipoib.ipoib_plan(settings(), INFO)['interfaces']
+    good = [_ip('ib0', 4092, '10.10.0.4'), _ip('ib1', 4092, '10.11.0.4')]
+    assert ipoib.live_problems(interfaces, good) == []
+    assert ipoib.live_problems(interfaces, {'rc': 0, 'stdout': __import__('json').dumps(good)}) == []
+    bad = [_ip('ib0', 2044), _ip('ib2', 4092)]
+    assert ipoib.live_problems(interfaces, bad) == ['ib0 has no IPv4 address, the plan 10.10.0.4',
+                                                    'ib0 has MTU 2044, the plan 4092', 'ib1 does not exist']
+    assert ipoib.live_problems(interfaces, [_ip('ib0', 4092, '10.10.0.4', 'connected'), good[1]]) == [
+        'ib0 is in connected mode, the plan datagram']
+    assert ipoib.live_problems(interfaces, 'not json') == ['the interfaces could not be read (ip -j -d addr show)']
