@@ -10,9 +10,14 @@ except ImportError:  # 2.16 to 2.18 render any string
         return text
 
 
-def render_template(path, variables):
-    """The text of the template at ``path`` rendered with ``variables`` (``ansible_managed`` defaults to a marker)."""
-    with open(path, encoding='utf-8') as handle:
-        text = handle.read()
+def render_template_text(text, variables):
+    """``text`` (a template or a role variable's value) rendered with ``variables`` (``ansible_managed`` defaults
+    to a marker)."""
     values = dict({'ansible_managed': 'Ansible managed'}, **variables)
     return Templar(loader=DataLoader(), variables=values).template(trust_as_template(text))
+
+
+def render_template(path, variables):
+    """The text of the template at ``path`` rendered with ``variables``."""
+    with open(path, encoding='utf-8') as handle:
+        return render_template_text(handle.read(), variables)

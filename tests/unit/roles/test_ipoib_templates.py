@@ -16,7 +16,7 @@ import shutil
 import subprocess
 
 import pytest
-from _role_templates import render_template
+from _role_templates import render_template, render_template_text
 
 from ansible_collections.aicluster.infra.plugins.module_utils import ipoib
 
@@ -159,3 +159,16 @@ def test_every_template_starts_with_ansible_managed():
         for name in files:
             with open(os.path.join(root, name), encoding='utf-8') as handle:
                 assert handle.readline().strip() == '{{ ansible_managed | comment }}', name
+
+
+def test_the_default_fleet_numbers_a_host_in_both_groups_once():
+    import yaml
+    with open(os.path.join(ROLE, 'defaults', 'main.yml'), encoding='utf-8') as handle:
+        defaults = yaml.safe_load(handle)
+    groups = {'gpu_nodes': ['gpu01', 'gpu02'], 'ib_subnet_manager': ['ctl01', 'gpu02']}
+    fleet = render_template_text(defaults['ipoib_fleet'], {'groups': groups})
+    assert fleet == ['gpu01', 'gpu02', 'ctl01']
+    index = render_template_text(defaults['ipoib_node_index'], {'ipoib_fleet': fleet, 'inventory_hostname': 'ctl01'})
+    assert int(index) == 2
+    assert int(render_template_text(defaults['ipoib_node_index'], {'ipoib_fleet': fleet,
+                                                                    'inventory_hostname': 'st01'})) == -1
