@@ -228,6 +228,7 @@ import tempfile
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible.module_utils.common.text.converters import to_bytes, to_native
 
+from ansible_collections.aicluster.infra.plugins.module_utils.atomic_file import write_atomically
 from ansible_collections.aicluster.infra.plugins.module_utils.report import COVER_KEYS, OUTPUT_NAMES, PRINTED, build_outputs
 from ansible_collections.aicluster.infra.plugins.module_utils.report import pdf
 from ansible_collections.aicluster.infra.plugins.module_utils.report.pdf import CHROMIUM_NAMES
@@ -277,19 +278,6 @@ def _current(path):
         return None
 
 
-def write_atomically(module, path, data):
-    """Write data to a temporary file in the same directory, then rename it over path."""
-    fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=os.path.dirname(path) or '.')
-    try:
-        with os.fdopen(fd, 'wb') as handle:
-            handle.write(data)
-        os.chmod(tmp, 0o644)
-        module.atomic_move(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def find_chromium(module, path):
     """The Chromium binary: the option's, else the first of pdf.CHROMIUM_NAMES on the PATH; None when there is none."""
     if path:
@@ -325,7 +313,7 @@ def print_report(module, chromium_option, html_path, pdf_path, html_changed):
         if rc != 0 or not pdf.is_pdf(data):
             lines = (stderr or stdout or 'no PDF written').strip().splitlines() or ['no PDF written']
             return False, 'report.pdf skipped: %s failed (rc %s): %s' % (chromium, rc, lines[-1][:300])
-        write_atomically(module, pdf_path, data)
+        write_atomically(module, pdf_path, data, mode=0o644)
         return True, None
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -387,7 +375,7 @@ def main():
                     os.makedirs(directory)
                 except OSError as exc:
                     module.fail_json(msg='cannot create output_dir %s: %s' % (directory, to_native(exc)))
-            write_atomically(module, path, data)
+            write_atomically(module, path, data, mode=0o644)
             written.append(path)
     extra = {}
     if 'pdf' in formats:

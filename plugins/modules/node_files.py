@@ -125,10 +125,11 @@ files:
 '''
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_native, to_text
+
+from ansible_collections.aicluster.infra.plugins.module_utils.atomic_file import write_atomically
 
 
 def _read(path):
@@ -163,15 +164,7 @@ def _file(module, entry, diffs):
             if not os.path.isdir(directory):
                 module.fail_json(msg='the directory of %s does not exist; list it first with state directory' % path,
                                  path=path)
-            fd, tmp = tempfile.mkstemp(prefix='.%s.' % os.path.basename(path), dir=directory)
-            try:
-                with os.fdopen(fd, 'wb') as handle:
-                    handle.write(new)
-                module.set_fs_attributes_if_different(_attributes(module, entry, tmp), False)
-                module.atomic_move(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            write_atomically(module, path, new, _attributes(module, entry, path))
     if os.path.exists(path):
         diff = {'before': {}, 'after': {}}
         # atomic_move keeps the old file's owner and mode: set them again on the file in place

@@ -116,11 +116,11 @@ path:
 '''
 
 import os
-import tempfile
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible.module_utils.common.text.converters import to_bytes, to_text
 
+from ansible_collections.aicluster.infra.plugins.module_utils.atomic_file import write_atomically
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm_conf import daemon_action, parse_slurm_conf, parse_slurm_version
 
@@ -190,15 +190,7 @@ def main():
         result['changed'] = True
         if not module.check_mode:
             directory = os.path.dirname(path) or '.'
-            fd, tmp = tempfile.mkstemp(prefix='.slurm.conf.', dir=directory)
-            try:
-                with os.fdopen(fd, 'wb') as handle:
-                    handle.write(to_bytes(new, errors='surrogate_or_strict'))
-                module.set_fs_attributes_if_different(dict(file_args, path=tmp), False)
-                module.atomic_move(tmp, path)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+            write_atomically(module, path, to_bytes(new, errors='surrogate_or_strict'), file_args)
     # attributes alone (same bytes): fixed in place, no daemon needs anything
     if os.path.exists(path):
         result['changed'] = module.set_fs_attributes_if_different(file_args, result['changed'])

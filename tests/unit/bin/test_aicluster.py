@@ -36,7 +36,7 @@ def test_every_stage_is_a_playbook_of_the_collection():
 def test_a_playbook_file_is_run_by_its_path_and_an_unknown_stage_is_refused(tmp_path):
     assert cli.playbook_for('site/verify.yml') == os.path.abspath('site/verify.yml')
     assert cli.playbook_for('mine.yaml') == os.path.abspath('mine.yaml')
-    with pytest.raises(ValueError, match="unknown stage 'verfy': choose one of containers, drift, gpu, monitoring, "
+    with pytest.raises(ValueError, match="unknown stage 'verfy': choose one of containers, drift, fabric, gpu, monitoring, "
                                          "preflight, rdma, reboot, report, rolling_upgrade, site"):
         cli.playbook_for('verfy')
 

@@ -1,0 +1,119 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The opensm role's decisions: which OpenSM instances a host runs (one per subnet it is attached to, each bound
+to its port GUID), their settings, and the variable checks made before anything changes (docs/fabric.md).
+
+``opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes)`` is called once per SM host; ``opensm_fleet_problems``
+once per play over every SM host's plan (sm_problems: priorities and GUIDs across hosts of one subnet).
+"""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils import ib_partitions, opensm_conf
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.fabric import norm_guid
+
+PRIMARY, STANDBY = 15, 14
+CONF_DIR = '/etc/opensm/aicluster'
+UNIT = 'aicluster-opensm@%s.service'
+PROVIDERS = ('host',)
+
+
+def _ib_ports(ib_info):
+    """[(hca, port dict)] of the InfiniBand ports ib_info read, in ibstat's order (NVSwitch bridges left out)."""
+    out = []
+    for hca in (ib_info or {}).get('hcas') or []:
+        if hca.get('nvswitch_bridge'):
+            continue
+        for port in hca.get('ports') or []:
+            if port.get('link_layer') == 'InfiniBand' and port.get('port_guid'):
+                out.append((hca, port))
+    return out
+
+
+def _wanted_ports(settings, ib_ports, problems):
+    """[(guid, subnet)] from opensm_ports, or the host's first InfiniBand port on subnet opensm_subnet."""
+    subnet = settings.get('subnet') or 'fabric'
+    given = settings.get('ports') or []
+    if not isinstance(given, list):
+        problems.append('opensm_ports: must be a list of port GUIDs or {guid, subnet}, got %r' % (given,))
+        return []
+    if not given:
+        return [(norm_guid(ib_ports[0][1]['port_guid']), subnet)] if ib_ports else []
+    out = []
+    for index, item in enumerate(given):
+        guid, item_subnet = (item.get('guid'), item.get('subnet') or subnet) if isinstance(item, dict) else (item, subnet)
+        normal = norm_guid(guid) if isinstance(guid, str) else None
+        if normal is None:
+            problems.append('opensm_ports[%d]: %r is not a port GUID (0x followed by up to 16 hex digits)' % (index, guid))
+            continue
+        out.append((normal, str(item_subnet)))
+    return out
+
+
+def _priority(settings, host, sm_hosts, problems):
+    given = settings.get('sm_priority')
+    if given is None:
+        position = sm_hosts.index(host) if host in sm_hosts else 0
+        return PRIMARY if position == 0 else STANDBY if position == 1 else 0
+    if isinstance(given, bool) or not isinstance(given, int) or not 0 <= given <= 15:
+        problems.append('opensm_sm_priority: %r must be an integer 0-15 (15 primary, 14 standby)' % (given,))
+        return None
+    return given
+
+
+def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
+    """This host's SM instances, or the problems that stop the role before it changes anything.
+
+    ``settings``: the role's variables without their ``opensm_`` prefix (ports, subnet, sm_priority,
+    allow_on_compute, provider, partitions, conf: the other owned opensm.conf settings). Returns
+    ``{problems, instances}``; each instance ``{guid, subnet, priority, unit, conf_path, settings}`` where
+    ``settings`` is what opensm_config writes (owned keys only; None keeps the build's default)."""
+    problems = []
+    provider = settings.get('provider') or 'host'
+    if provider not in PROVIDERS:
+        problems.append('opensm_provider: %r is not one of %s (a switch or UFM SM is not managed by this role yet)'
+                        % (provider, ', '.join(PROVIDERS)))
+    if host in (gpu_nodes or []) and not settings.get('allow_on_compute'):
+        problems.append('opensm: %s is in gpu_nodes; an SM on a compute node competes with its jobs and is lost with '
+                        'it. Move it to an SM host, or set opensm_allow_on_compute: true' % host)
+    ib_ports = _ib_ports(ib_info)
+    wanted = _wanted_ports(settings, ib_ports, problems)
+    known = dict((norm_guid(port['port_guid']), (hca, port)) for hca, port in ib_ports)
+    for guid, dummy in wanted:
+        if guid not in known:
+            problems.append('opensm_ports: %s is not an InfiniBand port of %s (its ports: %s)' % (
+                guid, host, ', '.join(sorted(known)) or 'none'))
+    if not wanted and not problems:
+        problems.append('opensm: %s has no InfiniBand port for an SM (ibstat shows none); an SM host must be on '
+                        'the fabric' % host)
+    priority = _priority(settings, host, sm_hosts or [], problems)
+    conf = dict(settings.get('conf') or {})
+    problems.extend(opensm_conf.opensm_conf_problems(dict((key, value) for key, value in conf.items()
+                                                          if key not in ('guid', 'sm_priority'))))
+    rates = dict((guid, port.get('rate_gbps')) for guid, (dummy, port) in known.items() if port.get('rate_gbps'))
+    problems.extend(ib_partitions.partitions_problems(settings.get('partitions') or [], rates or None))
+    instances = []
+    for guid, subnet in wanted:
+        instance = dict(conf)
+        instance.update({
+            'guid': guid, 'sm_priority': priority,
+            'log_file': conf.get('log_file') or '/var/log/opensm-%s.log' % guid,
+            'partition_config_file': conf.get('partition_config_file') or '%s/partitions.conf' % CONF_DIR,
+        })
+        instances.append({'guid': guid, 'subnet': subnet, 'priority': priority, 'unit': UNIT % guid,
+                          'conf_path': '%s/opensm-%s.conf' % (CONF_DIR, guid), 'settings': instance})
+    return {'problems': problems, 'instances': instances}
+
+
+def opensm_fleet_problems(plans):
+    """Across the SM hosts (``{host: plan}``): sm_problems over every planned instance (equal priorities in one
+    subnet, more than two SMs a subnet, a port planned twice)."""
+    ports = []
+    for host in sorted(plans or {}):
+        for instance in (plans[host] or {}).get('instances') or []:
+            ports.append({'host': host, 'subnet': instance['subnet'], 'guid': instance['guid'],
+                          'priority': instance['priority']})
+    return opensm_conf.sm_problems(ports)

@@ -1,0 +1,80 @@
+# -*- coding: utf-8 -*-
+# Copyright (c) 2026, aicluster.infra contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""opensm_plan: the SM instances of a host and the refusals made before anything changes."""
+
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.aicluster.infra.plugins.module_utils.opensm_plan import opensm_fleet_problems, opensm_plan
+
+DEFAULT = {'name': 'Default', 'pkey': '0x7fff', 'ipoib': True, 'mtu': 4096, 'members': [{'guid': 'ALL', 'membership': 'full'}]}
+
+
+def ib_info(*guids, link_layer='InfiniBand', rate=400.0):
+    return {'hcas': [{'name': 'mlx5_%d' % index, 'ports': [{'port': 1, 'link_layer': link_layer, 'port_guid': guid,
+                                                            'rate_gbps': rate, 'state': 'Active'}]}
+                     for index, guid in enumerate(guids)]}
+
+
+def settings(**more):
+    base = {'ports': [], 'subnet': 'fabric', 'sm_priority': None, 'allow_on_compute': False, 'provider': 'host',
+            'partitions': [DEFAULT], 'conf': {'sweep_interval': None, 'routing_engine': None}}
+    base.update(more)
+    return base
+
+
+def test_first_ib_port_primary_then_standby():
+    first = opensm_plan(settings(), ib_info('0xA088C20300001001', '0xa088c20300001011'), 'ctl01', ['ctl01', 'ctl02'], [])
+    second = opensm_plan(settings(), ib_info('0xa088c20300002001'), 'ctl02', ['ctl01', 'ctl02'], [])
+    assert first['problems'] == [] and second['problems'] == []
+    [instance] = first['instances']
+    assert instance['guid'] == '0xa088c20300001001' and instance['priority'] == 15
+    assert instance['unit'] == 'aicluster-opensm@0xa088c20300001001.service'
+    assert instance['conf_path'] == '/etc/opensm/aicluster/opensm-0xa088c20300001001.conf'
+    assert instance['settings']['guid'] == '0xa088c20300001001' and instance['settings']['sm_priority'] == 15
+    assert instance['settings']['log_file'] == '/var/log/opensm-0xa088c20300001001.log'
+    assert instance['settings']['partition_config_file'] == '/etc/opensm/aicluster/partitions.conf'
+    assert second['instances'][0]['priority'] == 14
+    assert opensm_fleet_problems({'ctl01': first, 'ctl02': second}) == []
+
+
+def test_one_instance_per_listed_port_and_subnet():
+    plan = opensm_plan(settings(ports=[{'guid': '0xa088c20300001001', 'subnet': 'rail0'},
+                                       {'guid': '0xa088c20300001011', 'subnet': 'rail1'}], sm_priority=15),
+                       ib_info('0xa088c20300001001', '0xa088c20300001011'), 'ctl01', ['ctl01'], [])
+    assert plan['problems'] == [] and [(i['guid'], i['subnet']) for i in plan['instances']] == [
+        ('0xa088c20300001001', 'rail0'), ('0xa088c20300001011', 'rail1')]
+
+
+def test_refusals_one_line_each():
+    plan = opensm_plan(settings(ports=['0xdead', 'nope'], sm_priority=16, provider='ufm',
+                                partitions=[DEFAULT, {'name': 't', 'pkey': '0x8001'}],
+                                conf={'sweep_interval': -1}),
+                       ib_info('0xa088c20300001001'), 'gpu01', ['gpu01'], ['gpu01'])
+    text = '\n'.join(plan['problems'])
+    for needle in ("opensm_provider: 'ufm'", 'gpu01 is in gpu_nodes', "opensm_ports[1]: 'nope'",
+                   'opensm_ports: 0x000000000000dead is not an InfiniBand port of gpu01', 'opensm_sm_priority: 16',
+                   'opensm_sweep_interval', 'opensm_partitions[1].pkey'):
+        assert needle in text, needle
+    allowed = opensm_plan(settings(allow_on_compute=True), ib_info('0xa088c20300001001'), 'gpu01', ['gpu01'], ['gpu01'])
+    assert allowed['problems'] == []
+
+
+def test_a_host_off_the_fabric_is_refused():
+    ethernet = opensm_plan(settings(), ib_info('0xa088c20300001001', link_layer='Ethernet'), 'ctl01', ['ctl01'], [])
+    assert ethernet['instances'] == [] and 'ctl01 has no InfiniBand port for an SM' in ethernet['problems'][0]
+
+
+def test_partition_rate_above_the_ports_is_refused():
+    fast = dict(DEFAULT, rate=400)
+    plan = opensm_plan(settings(partitions=[fast]), ib_info('0xa088c20300001001', rate=200.0), 'ctl01', ['ctl01'], [])
+    assert any('rate' in line for line in plan['problems'])
+
+
+def test_equal_priorities_in_one_subnet_refused_across_hosts():
+    one = opensm_plan(settings(sm_priority=15), ib_info('0xa088c20300001001'), 'ctl01', ['ctl01', 'ctl02'], [])
+    two = opensm_plan(settings(sm_priority=15), ib_info('0xa088c20300002001'), 'ctl02', ['ctl01', 'ctl02'], [])
+    problems = opensm_fleet_problems({'ctl01': one, 'ctl02': two})
+    assert problems and 'share priority 15 in subnet fabric' in problems[0]
