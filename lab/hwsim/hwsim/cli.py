@@ -20,6 +20,7 @@
     hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
     hwsim ibsim-net [SUBNET]         print the ibsim net file of a subnet (default: the first) (hwsim/ibsim.py)
     hwsim ibsim-env [HCA]            print the umad2sim client variables of this host's HCA (default: its first)
+    hwsim ibsim-files                JSON {path: text}: this host's /etc/hwsim/ibsim.env and ibsim-<port guid>.env
     hwsim ibsim-exec TOOL ARGS       run the real /usr/sbin/TOOL under umad2sim, attached to the HCA -C names
     hwsim ibsim-serve SUBNET         become the subnet's ibsim (net file, command FIFO, UDP port from fabric.yml)
     hwsim ibsim-cmd SUBNET LINE      write one command to a running ibsim's console (sim_cmd.c)
@@ -367,6 +368,15 @@ def cmd_ibsim_env(ctx, args):
     return 0
 
 
+def cmd_ibsim_files(ctx, args):
+    """JSON {path: text} of this host's umad2sim client environment files (install.yml writes them)."""
+    if args:
+        ctx.error('usage: hwsim ibsim-files\n')
+        return 2
+    ctx.write(json.dumps(ibsim.host_files(ctx.fabric, ctx.host), indent=2, sort_keys=True) + '\n')
+    return 0
+
+
 def cmd_ibsim_exec(ctx, args):
     if not args or args[0] not in ibsim.EXEC_TOOLS:
         ctx.error('usage: hwsim ibsim-exec TOOL ARGS; tools: %s\n' % ', '.join(ibsim.EXEC_TOOLS))
@@ -396,6 +406,7 @@ def cmd_ibsim_cmd(ctx, args):
 COMMANDS = {
     'ibsim-net': cmd_ibsim_net,
     'ibsim-env': cmd_ibsim_env,
+    'ibsim-files': cmd_ibsim_files,
     'ibsim-exec': cmd_ibsim_exec,
     'ibsim-serve': cmd_ibsim_serve,
     'ibsim-cmd': cmd_ibsim_cmd,

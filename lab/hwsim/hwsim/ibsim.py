@@ -119,6 +119,25 @@ def env_text(variables):
     return ''.join('%s=%s\n' % (key, variables[key]) for key in sorted(variables))
 
 
+ENV_FILE = '/etc/hwsim/ibsim.env'
+PORT_ENV_FILE = '/etc/hwsim/ibsim-%s.env'   # per CA port GUID: the opensm@<port guid> drop-in reads it after ENV_FILE
+
+
+def host_files(fabric, host):
+    """{path: text} of the client environment files install.yml writes on ``host`` (none without an IB HCA or an
+    ibsim): ENV_FILE (the first HCA's server, no SIM_HOST: the unit or the wrapper sets it) and one PORT_ENV_FILE per
+    HCA (its subnet's IBSIM_SERVER_PORT and SIM_HOST)."""
+    if not settings(fabric) or not host_cas(fabric, host):
+        return {}
+    first = environment(fabric, host)
+    first.pop('SIM_HOST')
+    files = {ENV_FILE: env_text(first)}
+    for name, guid, dummy in host_cas(fabric, host):
+        variables = environment(fabric, host, name)
+        files[PORT_ENV_FILE % guid] = env_text({'IBSIM_SERVER_PORT': variables['IBSIM_SERVER_PORT'], 'SIM_HOST': guid})
+    return files
+
+
 def split_ca_args(args):
     """(ca, port, the other arguments): ``-C``/``--Ca`` and ``-P``/``--Port`` taken out, as umad2sim shows one CA
     (``ibsim0``) and the CA is chosen by SIM_HOST instead."""

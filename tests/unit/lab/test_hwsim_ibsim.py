@@ -110,6 +110,17 @@ def test_environment_errors_and_ca_arguments():
     assert ibsim.env_text({'B': '2', 'A': '1'}) == 'A=1\nB=2\n'
 
 
+def test_host_files():
+    fabric = fabrics.build_fabric([('ctl01', None), ('gpu01', 'hgx-h100-ib')], sm_hosts=['ctl01'], ibsim_host='ctl01',
+                                  subnet_per_rail=True)
+    files = ibsim.host_files(fabric, 'gpu01')
+    assert files['/etc/hwsim/ibsim.env'] == (
+        'IBSIM_SERVER_NAME=ctl01\nIBSIM_SERVER_PORT=7070\nLD_PRELOAD=%s\n' % ibsim.PRELOAD)
+    assert files['/etc/hwsim/ibsim-0x946dae0300000109.env'] == 'IBSIM_SERVER_PORT=7077\nSIM_HOST=0x946dae0300000109\n'
+    assert len(files) == 9
+    assert ibsim.host_files(fabric, 'ctl09') == {} and ibsim.host_files(_two_sm_hosts(), 'ctl01') == {}
+
+
 def test_switch_link_errors_command():
     assert ibsim.switch_port_errors_command(_two_sm_hosts(), 'spine0', 2) == (
         'ib0', 'PerformanceSet "spine0"[2] PortCounters.SymbolErrorCounter=100')
