@@ -30,7 +30,8 @@ import os
 import stat
 import sys
 
-from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models, profile as profiles, sysfs, tools
+from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models
+from hwsim import profile as profiles, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -65,7 +66,8 @@ def _ibsim_fault(ctx, args):
     if not 3 <= len(args) <= 4 or not all(item.isdigit() for item in args[2:]):
         ctx.error('usage: hwsim fault %s %s\n' % (args[0], IBSIM_FAULTS[args[0]]))
         return 2
-    subnet, line = ibsim.switch_port_errors_command(ctx.fabric, args[1], int(args[2]), *[int(item) for item in args[3:]])
+    counts = [int(item) for item in args[3:]]
+    subnet, line = ibsim.switch_port_errors_command(ctx.fabric, args[1], int(args[2]), *counts)
     ibsim.send_command(ctx.state_dir, subnet, line)
     return 0
 

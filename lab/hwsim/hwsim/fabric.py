@@ -150,8 +150,8 @@ def _subnets(rails, subnet_per_rail):
 
 
 def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None, descriptions='mlx5',
-                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example', ipv4_networks=None,
-                 sm_hosts=None, ibsim_host=None, ibsim_port=None):
+                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example',
+                 ipv4_networks=None, sm_hosts=None, ibsim_host=None, ibsim_port=None):
     """Describe the lab fabric for ``hosts``, a list of (hostname, profile name or None[, index]).
 
     A host's index is the derivation key for its GUIDs and LIDs and its port

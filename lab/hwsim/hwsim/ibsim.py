@@ -49,8 +49,8 @@ def subnet_port(fabric, subnet_name):
 
 def _ca_nodeids(fabric):
     """``host/mlx5_N`` -> the CA's node id (its port GUID text) for every IB HCA of the fabric."""
-    return dict(('%s/%s' % (host, name), hca['guid'])
-                for host, entry in (fabric.get('hosts') or {}).items() for name, hca in (entry.get('hcas') or {}).items())
+    hosts = (fabric.get('hosts') or {}).items()
+    return dict(('%s/%s' % (host, name), hca['guid']) for host, entry in hosts for name, hca in (entry.get('hcas') or {}).items())
 
 
 def _ca_description(fabric, host, hca_name, entry):

@@ -16,7 +16,8 @@ from _paths import REPO
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
 # pylint: disable=wrong-import-position
-from ansible_collections.aicluster.infra.plugins.module_utils.ib_sm import parse_saquery_issm, parse_sminfo  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.ib_sm import (  # noqa: E402
+    parse_saquery_issm, parse_sminfo)
 from ansible_collections.aicluster.infra.plugins.module_utils.smpquery import parse_smpquery  # noqa: E402
 from hwsim import cli, fabric as fabrics, ibsim, profile as profiles  # noqa: E402
 
