@@ -18,17 +18,26 @@
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
                                      NVIDIA services
     hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
+    hwsim ibsim-net [SUBNET]         print the ibsim net file of a subnet (default: the first) (hwsim/ibsim.py)
+    hwsim ibsim-env [HCA]            print the umad2sim client variables of this host's HCA (default: its first)
+    hwsim ibsim-files                JSON {path: text}: this host's /etc/hwsim/ibsim.env and ibsim-<port guid>.env
+    hwsim ibsim-exec TOOL ARGS       run the real /usr/sbin/TOOL under umad2sim, attached to the HCA -C names
+    hwsim ibsim-serve SUBNET         become the subnet's ibsim (net file, command FIFO, UDP port from fabric.yml)
+    hwsim ibsim-cmd SUBNET LINE      write one command to a running ibsim's console (sim_cmd.c)
 """
 import json
 import os
 import stat
 import sys
 
-from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, model as models, profile as profiles, sysfs, tools
+from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models
+from hwsim import profile as profiles, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
-SIM_ERRORS = (SimError, fabrics.FabricError, profiles.ProfileError)
+SIM_ERRORS = (SimError, fabrics.FabricError, profiles.ProfileError, ibsim.IbsimError)
+# Faults ibsim carries out (its console, hwsim/ibsim.py), not a host's state file: kind -> (arguments, usage).
+IBSIM_FAULTS = {'switch-link-errors': 'SWITCH PORT [COUNT]'}
 
 
 def _hca_names(ctx):
@@ -52,8 +61,21 @@ def _retarget(ctx, args):
     return args
 
 
+def _ibsim_fault(ctx, args):
+    """``hwsim fault switch-link-errors SWITCH PORT [COUNT]``: ibsim raises the switch port's SymbolErrorCounter."""
+    if not 3 <= len(args) <= 4 or not all(item.isdigit() for item in args[2:]):
+        ctx.error('usage: hwsim fault %s %s\n' % (args[0], IBSIM_FAULTS[args[0]]))
+        return 2
+    counts = [int(item) for item in args[3:]]
+    subnet, line = ibsim.switch_port_errors_command(ctx.fabric, args[1], int(args[2]), *counts)
+    ibsim.send_command(ctx.state_dir, subnet, line)
+    return 0
+
+
 def cmd_fault(ctx, args):
     args = _retarget(ctx, args)
+    if args and args[0] in IBSIM_FAULTS:
+        return _ibsim_fault(ctx, args)
     if not args:
         ctx.error('usage: hwsim fault KIND ARGS; allowed kinds: %s\n' % fault_kinds.allowed_text())
         return 2
@@ -115,9 +137,12 @@ def cmd_tools(ctx, args):
 
 
 BUILD_FABRIC_USAGE = ('usage: hwsim build-fabric [--descriptions mlx5|ofed|anonymous|fqdn] [--switch-names unique|identical]'
-                      ' [--scalable-units N] [--subnet-per-rail] [--ipv4-network OLD=NEW ...] OUT HOST=PROFILE ...\n')
+                      ' [--scalable-units N] [--subnet-per-rail] [--ipv4-network OLD=NEW ...] [--sm-hosts H1,H2]'
+                      ' [--ibsim-host HOST] [--ibsim-port PORT] OUT HOST=PROFILE ...\n')
 BUILD_FABRIC_OPTIONS = {'--descriptions': ('descriptions', str), '--switch-names': ('switch_names', str),
-                        '--scalable-units': ('scalable_units', int)}
+                        '--scalable-units': ('scalable_units', int), '--ibsim-host': ('ibsim_host', str),
+                        '--ibsim-port': ('ibsim_port', int),
+                        '--sm-hosts': ('sm_hosts', lambda text: [item for item in text.split(',') if item])}
 
 
 def cmd_build_fabric(ctx, args):
@@ -328,7 +353,65 @@ def cmd_boot_id(ctx, args):
     return 0
 
 
+def cmd_ibsim_net(ctx, args):
+    texts = ibsim.ibsim_net(ctx.fabric)
+    if len(args) > 1 or not texts or (args and args[0] not in texts):
+        ctx.error('usage: hwsim ibsim-net [SUBNET]; subnets: %s\n' % (', '.join(texts) or 'none'))
+        return 2
+    ctx.write(texts[args[0] if args else next(iter(texts))])
+    return 0
+
+
+def cmd_ibsim_env(ctx, args):
+    if len(args) > 1:
+        ctx.error('usage: hwsim ibsim-env [HCA]\n')
+        return 2
+    ctx.write(ibsim.env_text(ibsim.environment(ctx.fabric, ctx.host, args[0] if args else None)))
+    return 0
+
+
+def cmd_ibsim_files(ctx, args):
+    """JSON {path: text} of this host's umad2sim client environment files (install.yml writes them)."""
+    if args:
+        ctx.error('usage: hwsim ibsim-files\n')
+        return 2
+    ctx.write(json.dumps(ibsim.host_files(ctx.fabric, ctx.host), indent=2, sort_keys=True) + '\n')
+    return 0
+
+
+def cmd_ibsim_exec(ctx, args):
+    if not args or args[0] not in ibsim.EXEC_TOOLS:
+        ctx.error('usage: hwsim ibsim-exec TOOL ARGS; tools: %s\n' % ', '.join(ibsim.EXEC_TOOLS))
+        return 2
+    ibsim.exec_tool(ctx.fabric, ctx.host, args[0], args[1:], ctx.environ,
+                    sbin=ctx.environ.get('HWSIM_IBSIM_SBIN') or ibsim.SBIN)
+    return 127  # not reached: exec_tool replaces the process
+
+
+def cmd_ibsim_serve(ctx, args):
+    if len(args) != 1:
+        ctx.error('usage: hwsim ibsim-serve SUBNET\n')
+        return 2
+    ibsim.serve(ctx.fabric, args[0], ctx.state_dir, ctx.environ.get('HWSIM_IBSIM_RUN_DIR') or '/run/hwsim/ibsim',
+                ctx.environ.get('HWSIM_IBSIM') or 'ibsim')
+    return 127  # not reached
+
+
+def cmd_ibsim_cmd(ctx, args):
+    if len(args) != 2:
+        ctx.error('usage: hwsim ibsim-cmd SUBNET LINE\n')
+        return 2
+    ibsim.send_command(ctx.state_dir, args[0], args[1])
+    return 0
+
+
 COMMANDS = {
+    'ibsim-net': cmd_ibsim_net,
+    'ibsim-env': cmd_ibsim_env,
+    'ibsim-files': cmd_ibsim_files,
+    'ibsim-exec': cmd_ibsim_exec,
+    'ibsim-serve': cmd_ibsim_serve,
+    'ibsim-cmd': cmd_ibsim_cmd,
     'fault': cmd_fault,
     'clear': cmd_clear,
     'show': cmd_show,

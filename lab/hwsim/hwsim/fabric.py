@@ -15,6 +15,12 @@ CA node description (``mlx5``: ``host mlx5_N``, ``ofed``: ``host HCA-<N+1>``,
 ``anonymous``: ``MT4129 ConnectX7 Mellanox Technologies``, ``fqdn``:
 ``host.<domain> mlx5_N``); ``switch_names`` ``identical`` gives every switch
 the one name unmanaged switches print.
+
+Subnet manager hosts (issue 32): ``sm_hosts`` gives hosts without a profile (ctl01, ctl02) the profile
+``sm-host-ib`` (one ConnectX-7 NDR HCA on rail 0, no GPUs), indexed after every other host so the compute hosts'
+GUIDs, LIDs, ports and addresses do not move; ``ibsim_host`` names the host that runs ibsim (hwsim/ibsim.py: the
+real OpenSM and diag tools against the simulated fabric), ``ibsim_port`` its first UDP port. Both are opt-in: without
+them the fabric is as before.
 """
 import os
 
@@ -36,6 +42,7 @@ SWITCH_NAMES = ('unique', 'identical')
 # What an unmanaged Quantum switch prints as its node description (no name set on it).
 UNMANAGED_NAME = {'MQM9790': 'Quantum2 Mellanox Technologies', 'MQM8790': 'Quantum Mellanox Technologies'}
 DEFAULT_PREFIX = 'fe80:0000:0000:0000'
+SM_HOST_PROFILE = 'sm-host-ib'
 
 
 class FabricError(Exception):
@@ -95,6 +102,30 @@ def _host_entries(hosts, profile_dir):
     return entries
 
 
+def _with_sm_hosts(hosts, sm_hosts):
+    """hosts with each SM host given profile ``sm-host-ib`` and an index after every other host's."""
+    if not sm_hosts:
+        return hosts
+    names = [item[0] for item in hosts]
+    unknown = [name for name in sm_hosts if name not in names]
+    if unknown:
+        raise FabricError('sm_hosts names hosts the lab does not have: %s' % ', '.join(unknown))
+    given = [item[2] for item in hosts if len(item) > 2 and item[2] is not None]
+    last = max(given + [sum(1 for item in hosts if item[1] and item[0] not in sm_hosts)])
+    result, number = [], 0
+    for item in hosts:
+        if item[0] in sm_hosts:
+            if item[1] not in (None, SM_HOST_PROFILE):
+                raise FabricError('SM host %s already has profile %s' % (item[0], item[1]))
+            number += 1
+            result.append((item[0], SM_HOST_PROFILE, last + number))
+        elif item[1] and len(item) < 3:
+            result.append((item[0], item[1], 1 + sum(1 for other in result if other[1] and other[0] not in sm_hosts)))
+        else:
+            result.append(tuple(item))
+    return result
+
+
 def _units(host_entries, scalable_units):
     """Each host with HCAs gets its scalable unit (0-based), the hosts split in index order into equal runs."""
     members = sorted((entry['index'], host) for host, entry in host_entries.items() if entry['hcas'])
@@ -119,7 +150,8 @@ def _subnets(rails, subnet_per_rail):
 
 
 def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_ports=None, descriptions='mlx5',
-                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example', ipv4_networks=None):
+                 switch_names='unique', scalable_units=1, subnet_per_rail=False, domain='lab.example',
+                 ipv4_networks=None, sm_hosts=None, ibsim_host=None, ibsim_port=None):
     """Describe the lab fabric for ``hosts``, a list of (hostname, profile name or None[, index]).
 
     A host's index is the derivation key for its GUIDs and LIDs and its port
@@ -133,6 +165,9 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     (profile.renumber_ipv4); the fabric file carries it only when given.
     """
     _check_options(descriptions, switch_names, scalable_units)
+    hosts = _with_sm_hosts(hosts, list(sm_hosts or []))
+    if ibsim_host is not None and ibsim_host not in [item[0] for item in hosts]:
+        raise FabricError('ibsim_host %s is not a host of the lab' % ibsim_host)
     identical = switch_names == 'identical'
     host_entries = _host_entries(hosts, profile_dir)
     rails = sorted({hca['rail'] for entry in host_entries.values() for hca in entry['hcas'].values()})
@@ -200,6 +235,10 @@ def build_fabric(hosts, spines=2, uplinks_per_spine=2, profile_dir=None, switch_
     }
     if ipv4_networks:
         fabric['ipv4_networks'] = dict(ipv4_networks)
+    if sm_hosts:
+        fabric['sm_hosts'] = list(sm_hosts)
+    if ibsim_host:
+        fabric['ibsim'] = {'host': ibsim_host, 'port': int(ibsim_port or 7070)}
     return fabric
 
 

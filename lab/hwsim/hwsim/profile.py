@@ -107,6 +107,8 @@ def check(data, where='profile'):
             if links.rate(port['width'], port['lane_speed_gbps']) != port['rate']:
                 raise ProfileError('%s: %s port %s: rate %s does not match %s x %s Gbps' % (
                     where, hca['name'], port['port'], port['rate'], port['width'], port['lane_speed_gbps']))
+    if not data['gpus']:
+        return  # a host without GPUs (sm-host-ib): ``gpus: {}``
     if len(data['gpus']['devices']) != data['gpus']['count']:
         raise ProfileError('%s: gpus.count does not match the device list' % where)
     device = data['gpus'].get('nvswitch_pci_device')
