@@ -8,7 +8,7 @@ through ``LD_PRELOAD=libumad2sim.so`` (Debian ``ibsim-utils`` 0.10), over UDP to
 Net file (ibsim/sim_net.c): records separated by a blank line; ``switchguid=``/``caguid=`` before a record set its
 GUID; ``Switch <ports> "<nodeid>"  # "<description>"`` / ``Ca <ports> "<nodeid>"  # "<description>"``, then one
 ``[<port>]  "<peer nodeid>"[<peer port>]`` line per cabled port. A CA's node id here is its port GUID as hwsim
-prints it (``0x946dae0300000203``), so ``SIM_HOST=<port guid>`` and ``opensm@<port guid>`` name the same port.
+prints it (``0x946dae0300000203``), so ``SIM_HOST=<port guid>`` and ``aicluster-opensm@<port guid>`` name the same port.
 ibsim makes a CA's port GUID its node GUID + port number, so the node GUID is the port GUID - 1: on a real
 single-port ConnectX function the node GUID equals port 1's GUID, which ibsim cannot do (hwsim's own stand-ins keep
 them equal). ibsim has no subnet isolation: one ibsim, on its own UDP port, per subnet of the fabric.
@@ -120,7 +120,7 @@ def env_text(variables):
 
 
 ENV_FILE = '/etc/hwsim/ibsim.env'
-PORT_ENV_FILE = '/etc/hwsim/ibsim-%s.env'   # per CA port GUID: the opensm@<port guid> drop-in reads it after ENV_FILE
+PORT_ENV_FILE = '/etc/hwsim/ibsim-%s.env'   # per CA port GUID: the aicluster-opensm@<port guid> drop-in reads it after ENV_FILE
 
 
 def host_files(fabric, host):
