@@ -431,7 +431,7 @@ def parse_partitions_conf(text):
     """
     if not isinstance(text, str):
         raise ParseError('partitions.conf must be text')
-    parts, current = {}, None
+    parts, current, first_line = {}, None, 0
     for lineno, raw in enumerate(text.splitlines(), 1):
         line = raw.split('#', 1)[0]
         segments = line.split(';')

@@ -255,6 +255,7 @@ def test_real_opensm_and_diags_on_ibsim(tmp_path, processes):
     ports = _until(both_sms)
     assert ports and all(port['master_sm_base_lid'] == sm['lid'] for port in ports)
     # ctl01's port is a full member of 0x8002 (partitions.conf), gpu01's only of the default partition
+
     def pkeys(lid):
         members = parse_smpquery(_tool(env, 'gpu01', ['smpquery', 'pkeys', str(lid)], str(tmp_path)))['members']
         return [(entry['pkey'], entry['full']) for entry in members]

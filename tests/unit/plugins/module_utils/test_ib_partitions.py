@@ -174,7 +174,7 @@ def test_diff_names_what_differs():
         'partition tenant-a (0x0001): 1 members missing from partitions.conf: 0x946dae0300cde72d=limited',
         'partition tenant-a (0x0001): 1 members in partitions.conf only: 0x946dae0300cde72d=full',
         'partition extra (0x0009) is in partitions.conf only']
-    assert ibp.partitions_conf_diff(partitions, text.split('tenant-a')[0]) == ['partition tenant-a (0x0001) is missing from partitions.conf']
+    assert ibp.partitions_conf_diff(partitions, text.split('tenant-a', maxsplit=1)[0]) == ['partition tenant-a (0x0001) is missing from partitions.conf']
     assert ibp.partitions_conf_diff(partitions, 'garbage\n')[0].startswith('partitions.conf does not parse: no partition definition found')
     reordered = text.replace('0x946dae0300cde72c=full, 0x946dae0300cde72d=limited', '0x946dae0300cde72d=limited, 0x946dae0300cde72c=full')
     assert ibp.partitions_conf_diff(partitions, reordered) == [

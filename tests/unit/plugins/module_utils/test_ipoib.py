@@ -76,7 +76,7 @@ def test_child_interfaces_for_a_non_default_pkey():
 
 
 @pytest.mark.parametrize('parent, pkey, name', [('ib0', 0x0001, 'ib0.8001'), ('ib0', 0x8001, 'ib0.8001'),
-                                                 ('ibp24s0', 0x7ffe, 'ibp24s0.fffe'), ('ib1', 0x12, 'ib1.8012')])
+                                                ('ibp24s0', 0x7ffe, 'ibp24s0.fffe'), ('ib1', 0x12, 'ib1.8012')])
 def test_child_names_follow_the_kernel(parent, pkey, name):
     """ipoib.rst: 'echo 0x8001 > /sys/class/net/ib0/create_child' makes ib0.8001; the driver names it
     '%s.%04x' of the parent and the P_Key with the full-member bit."""
