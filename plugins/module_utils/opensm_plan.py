@@ -34,14 +34,19 @@ def _ib_ports(ib_info):
 
 
 def _wanted_ports(settings, ib_ports, problems):
-    """[(guid, subnet)] from opensm_ports, or the host's first InfiniBand port on subnet opensm_subnet."""
+    """[(guid, subnet)] from opensm_ports, or the host's first InfiniBand port with its link up (else its first) on
+    subnet opensm_subnet."""
     subnet = settings.get('subnet') or 'fabric'
     given = settings.get('ports') or []
     if not isinstance(given, list):
         problems.append('opensm_ports: must be a list of port GUIDs or {guid, subnet}, got %r' % (given,))
         return []
     if not given:
-        return [(norm_guid(ib_ports[0][1]['port_guid']), subnet)] if ib_ports else []
+        # the first port whose link is up: an SM host's first port may be cabled elsewhere or down, and an SM bound to
+        # it manages nothing; with none up (a fresh host before its cables), the first one
+        ports = [port for dummy, port in ib_ports]
+        active = [port for port in ports if port.get('physical_state') == 'LinkUp'] or ports
+        return [(norm_guid(active[0]['port_guid']), subnet)] if active else []
     out = []
     for index, item in enumerate(given):
         guid, item_subnet = (item.get('guid'), item.get('subnet') or subnet) if isinstance(item, dict) else (item, subnet)

@@ -40,6 +40,17 @@ def test_first_ib_port_primary_then_standby():
     assert opensm_fleet_problems({'ctl01': first, 'ctl02': second}) == []
 
 
+def test_the_first_port_with_its_link_up_is_chosen():
+    info = ib_info('0xa088c20300001001', '0xa088c20300001011')
+    info['hcas'][0]['ports'][0].update(state='Down', physical_state='Disabled')
+    info['hcas'][1]['ports'][0].update(physical_state='LinkUp')
+    plan = opensm_plan(settings(), info, 'ctl01', ['ctl01'], [])
+    assert [i['guid'] for i in plan['instances']] == ['0xa088c20300001011']
+    info['hcas'][1]['ports'][0].update(physical_state='Polling')
+    fresh = opensm_plan(settings(), info, 'ctl01', ['ctl01'], [])
+    assert [i['guid'] for i in fresh['instances']] == ['0xa088c20300001001']
+
+
 def test_one_instance_per_listed_port_and_subnet():
     plan = opensm_plan(settings(ports=[{'guid': '0xa088c20300001001', 'subnet': 'rail0'},
                                        {'guid': '0xa088c20300001011', 'subnet': 'rail1'}], sm_priority=15),
