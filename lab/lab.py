@@ -469,7 +469,10 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None):
     groups = {
         'slurm_controller': controller,
         'slurm_dbd': controller,
-        'ib_subnet_manager': controller,
+        # Empty: hwsim's fabric model brings every port up without a subnet manager, and the default lab's ctl01 has
+        # no HCA, so the opensm role (which refuses an SM host off the fabric) has nowhere to run. molecule/fabric
+        # gives its SM hosts an HCA and runs the real OpenSM against ibsim (docs/fabric.md "What the lab proves").
+        'ib_subnet_manager': [],
         'login': controller,
         'slurm_compute': compute,
         'gpu_nodes': compute,

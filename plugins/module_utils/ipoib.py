@@ -42,6 +42,10 @@ KERNEL_GC_THRESH = (128, 512, 1024)
 GC_NODES_LIMIT = 1000
 ETHERNET_SKIP = ('GPU-fabric ports are Ethernet (RoCE): IPoIB does not apply to them; '
                  'the fabric stage configures RoCE separately')
+# site.yml runs the role on every GPU node: a fleet that wants no IPoIB (NCCL and perftest use verbs, not IP) sets
+# nothing and is left alone, said once; a site that names rails or P_Keys without subnets is told what is missing.
+UNSET_SKIP = ('ipoib_subnets and ipoib_addresses are empty: no IPoIB address is managed '
+              '(set ipoib_subnets, one subnet per rail, to manage them)')
 _NAME = re.compile(r'^[A-Za-z0-9_.:-]{1,15}$')
 
 
@@ -306,6 +310,9 @@ def _plan(settings, ib_info):
     problems.extend(found)
     if not rails and not found and not settings.get('rails'):
         return {'skip': ETHERNET_SKIP, 'interfaces': [], 'problems': problems}
+    if not settings.get('subnets') and not settings.get('addresses') and not settings.get('pkeys') \
+            and not settings.get('rails'):
+        return {'skip': UNSET_SKIP, 'interfaces': [], 'problems': problems}
     for rail in rails:
         if rail['link_layer'] != 'InfiniBand':
             problems.append('ipoib_rails: %s (%s) is %s; IPoIB needs an InfiniBand port'

@@ -1,5 +1,6 @@
 """site.yml's reboot stage (issue 31): it comes after gpu and before slurm, reboots in batches through the rolling
-procedure's own reboot, and the reboot stays one task file shared with playbooks/rolling_upgrade.yml."""
+procedure's own reboot, and the reboot stays one task file shared with playbooks/rolling_upgrade.yml. The fabric
+stage (issue 32) comes after the reboot and before slurm, and drift.yml checks it in the same place."""
 import os
 
 import yaml
@@ -15,6 +16,14 @@ def _load(*parts):
 def test_site_reboots_after_gpu_and_before_slurm():
     stages = [play['ansible.builtin.import_playbook'] for play in _load('playbooks', 'site.yml')]
     assert stages.index('gpu.yml') + 1 == stages.index('reboot.yml') < stages.index('slurm.yml')
+
+
+def test_the_fabric_stage_runs_before_slurm_in_site_and_drift():
+    stages = [play['ansible.builtin.import_playbook'] for play in _load('playbooks', 'site.yml')]
+    assert stages.index('reboot.yml') + 1 == stages.index('fabric.yml') == stages.index('slurm.yml') - 1
+    drift = [play.get('ansible.builtin.import_playbook') for play in _load('playbooks', 'drift.yml')]
+    assert drift.index('gpu.yml') + 1 == drift.index('fabric.yml') == drift.index('slurm.yml') - 1
+    assert all('fabric' in play['tags'] for play in _load('playbooks', 'fabric.yml'))
 
 
 def test_the_reboot_stage_runs_in_batches_through_the_rolling_procedure():

@@ -89,6 +89,14 @@ def test_an_ethernet_fabric_is_skipped_once_with_the_reason():
     assert ipoib.ipoib_plan(settings(), {'hcas': []})['skip'].startswith('no InfiniBand adapter')
 
 
+def test_nothing_configured_is_left_alone_with_the_reason():
+    # site.yml runs the role on every GPU node; a fleet without IPoIB sets no subnet and is not refused
+    plan = ipoib.ipoib_plan(settings(subnets=[]), INFO)
+    assert plan == {'skip': ipoib.UNSET_SKIP, 'interfaces': []}
+    # rails or P_Keys named without subnets are a mistake, not a wish for no IPoIB
+    assert any('ipoib_subnets has 0 subnet' in line for line in ipoib.ipoib_problems(settings(subnets=[], rails=['ib0']), INFO))
+
+
 REFUSALS = [
     ('mode', settings(mode='cm'), "ipoib_mode must be one of datagram, connected, got 'cm'"),
     ('mtu-above-partition', settings(mtu=4092, partitions=[{'name': 'Default', 'pkey': '0x7fff', 'mtu': 2048}]),
