@@ -144,3 +144,63 @@ def state_changes(parsed):
         if not out or out[-1] != entry['state']:
             out.append(entry['state'])
     return out
+
+
+START_RE = re.compile(r'^(?:[A-Z][a-z]{2}|\?\?\?) \d{2} \d{2}:\d{2}:\d{2} \d{6} \[[0-9A-Fa-f]+\] 0x[0-9a-fA-F]{2} -> OpenSM \d\S*\s*$')
+
+
+def current_run(text):
+    """The part of an appended log (OpenSM's ``accum_log_file``, on by default) written by the SM running now: from
+    the last start banner on (osm_opensm_init() logs ``OpenSM <version>`` first at 0x03, then at SYS level: the first
+    of the pair). Text without a timestamped banner is returned whole."""
+    lines = (text or '').splitlines(True)
+    starts = [index for index, line in enumerate(lines) if START_RE.match(line.rstrip('\r\n'))]
+    if not starts:
+        return text or ''
+    first = starts[-1]
+    while first - 1 in starts:  # the 0x03 and 0x80 banner lines of one start
+        first -= 1
+    return ''.join(lines[first:])
+
+
+def last_sweep(text):
+    """The part of a log from just after its next-to-last ``SUBNET UP`` on: the last completed heavy sweep and
+    whatever follows it. OpenSM parses ``partitions.conf`` again in every heavy sweep (osm_pkey_mgr.c calls
+    osm_prtn_make_partitions()) and logs its errors each time, so an error of a file fixed since is not in it."""
+    lines = (text or '').splitlines(True)
+    ups = [index for index, line in enumerate(lines) if line.rstrip('\r\n').endswith('-> SUBNET UP')
+           or line.rstrip('\r\n') == 'SUBNET UP']
+    return ''.join(lines[ups[-2] + 1:]) if len(ups) >= 2 else (text or '')
+
+
+def sm_log_findings(parsed, engines=None, recent=None):
+    """What the role checks in the log of an SM it runs (``parse_opensm_log`` of ``current_run``).
+
+    ``engines``: opensm_routing_engine, the configured engines in order (empty: the build's default, not checked).
+    ``recent``: the parsed part written since the role changed something (a reload or restart), or ``last_sweep``;
+    None: ``parsed`` whole. Returns ``{'settled', 'state', 'routing_engine', 'problems'}``: settled when the SM is
+    STANDBY, or MASTER with a ``SUBNET UP`` in ``recent`` (a heavy sweep done since: routing configured on every
+    switch). Problems, one line each: a ``partitions.conf`` line OpenSM could not parse in ``recent`` (it then
+    serves what it could parse, the default partition at least: osm_prtn_config.c); a master routing with another
+    engine than the first configured one (ftree falls back to minhop when the topology is not a pure fat tree or
+    after a link failure, and says so only in its log: osm_ucast_ftree.c, osm_ucast_mgr.c); no engine able to route.
+    """
+    parsed = parsed or {}
+    recent = parsed if recent is None else recent
+    state = parsed.get('state')
+    engine = parsed.get('routing_engine')
+    problems = []
+    for error in recent.get('partition_errors') or []:
+        problems.append('partitions.conf line %s: OpenSM could not parse it (%s) and serves the partitions it could '
+                        'parse only' % (error.get('line'), error.get('message')))
+    failures = parsed.get('routing_failures') or []
+    wanted = [str(item) for item in engines or []]
+    if state == 'MASTER' and engine and wanted and engine != wanted[0]:
+        why = '; '.join(failure['message'] for failure in failures) or 'no reason in the log'
+        problems.append('routing engine in use is %s, not %s (the first of opensm_routing_engine): %s'
+                        % (engine, wanted[0], why))
+    if any(failure['message'].lower().startswith('no routing engine') for failure in failures):
+        problems.append('no routing engine could configure the switches (%s)'
+                        % [failure['message'] for failure in failures][-1])
+    settled = state == 'STANDBY' or (state == 'MASTER' and (recent.get('subnet_up') or 0) > 0)
+    return {'settled': settled, 'state': state, 'routing_engine': engine, 'problems': problems}

@@ -73,7 +73,7 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
     """This host's SM instances, or the problems that stop the role before it changes anything.
 
     ``settings``: the role's variables without their ``opensm_`` prefix (ports, subnet, sm_priority,
-    allow_on_compute, provider, partitions, conf: the other owned opensm.conf settings). Returns
+    allow_on_compute, provider, partitions, settle_timeout, conf: the other owned opensm.conf settings). Returns
     ``{problems, instances}``; each instance ``{guid, subnet, priority, unit, conf_path, settings}`` where
     ``settings`` is what opensm_config writes (owned keys only; None keeps the build's default)."""
     problems = []
@@ -95,6 +95,9 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
         problems.append('opensm: %s has no InfiniBand port for an SM (ibstat shows none); an SM host must be on '
                         'the fabric' % host)
     priority = _priority(settings, host, sm_hosts or [], problems)
+    settle = settings.get('settle_timeout', 0)
+    if isinstance(settle, bool) or not isinstance(settle, int) or settle < 0:
+        problems.append('opensm_settle_timeout must be a number of seconds (0 or more), got %r' % (settle,))
     conf = dict(settings.get('conf') or {})
     problems.extend(opensm_conf.opensm_conf_problems(dict((key, value) for key, value in conf.items()
                                                           if key not in ('guid', 'sm_priority'))))

@@ -77,3 +77,17 @@ def test_parse_opensm_log_never_raises_anything_but_parse_error(text):
     result = only_parse_error(opensm_log.parse_opensm_log, text)
     if result is not None:
         json.dumps(result)
+
+
+def test_the_current_run_of_real_logs():
+    master = real_fixture(MASTER)
+    run = opensm_log.current_run(master)
+    assert run.startswith('Jun 17 16:47:41 376915 [50493740] 0x03 -> OpenSM 5.21.12')
+    found = opensm_log.sm_log_findings(opensm_log.parse_opensm_log(run), ['ar_updn', 'minhop'])
+    assert found == {'settled': True, 'state': 'MASTER', 'routing_engine': 'ar_updn', 'problems': []}
+    standby = real_fixture(STANDBY)
+    found = opensm_log.sm_log_findings(opensm_log.parse_opensm_log(opensm_log.current_run(standby)), ['ftree'])
+    assert found['settled'] is True and found['state'] == 'STANDBY' and found['problems'] == []
+    # a log of two starts: only the second counts
+    assert opensm_log.current_run(own_fixture(FALLBACK) + master) == run
+    assert opensm_log.last_sweep('no sweep\n') == 'no sweep\n'

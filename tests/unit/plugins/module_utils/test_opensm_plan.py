@@ -7,6 +7,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import pytest
+
 from ansible_collections.aicluster.infra.plugins.module_utils.opensm_plan import opensm_fleet_problems, opensm_plan
 
 DEFAULT = {'name': 'Default', 'pkey': '0x7fff', 'ipoib': True, 'mtu': 4096, 'members': [{'guid': 'ALL', 'membership': 'full'}]}
@@ -89,3 +91,10 @@ def test_equal_priorities_in_one_subnet_refused_across_hosts():
     two = opensm_plan(settings(sm_priority=15), ib_info('0xa088c20300002001'), 'ctl02', ['ctl01', 'ctl02'], [])
     problems = opensm_fleet_problems({'ctl01': one, 'ctl02': two})
     assert problems and 'share priority 15 in subnet fabric' in problems[0]
+
+
+@pytest.mark.parametrize('value', [-1, 'soon', True, 1.5])
+def test_a_bad_settle_timeout_is_refused(value):
+    plan = opensm_plan(settings(settle_timeout=value), ib_info('0xa088c20300001001'), 'ctl01', ['ctl01'], [])
+    assert plan['problems'] == ['opensm_settle_timeout must be a number of seconds (0 or more), got %r' % (value,)]
+    assert opensm_plan(settings(settle_timeout=0), ib_info('0xa088c20300001001'), 'ctl01', ['ctl01'], [])['problems'] == []
