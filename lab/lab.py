@@ -364,6 +364,30 @@ def rail_plan(lab, profiles, loader=None, renumber=None):
     return networks, attachments
 
 
+def ipoib_subnets(networks, attachments, profiles, loader=None):
+    """The lab's IPoIB subnets in rail order (the ipoib role's ``ipoib_subnets``), or None.
+
+    The lab's rail interfaces come up as a freshly installed node has them (hwsim/rails.py: no address, MTU 2044),
+    and the fabric stage's ipoib role addresses them from these subnets. None when the lab has no InfiniBand rail
+    network, or when a host's profile has InfiniBand rails the lab gives no network (the B200 profile lists one):
+    the role needs one subnet per rail on every host, so such a lab keeps podman's addresses."""
+    loader = loader or _load_profile
+    ib = sorted((spec['rail'], spec['subnet']) for spec in networks.values() if spec['link_layer'] == 'InfiniBand')
+    if not ib:
+        return None
+    ib_nets = set(net for net, spec in networks.items() if spec['link_layer'] == 'InfiniBand')
+    for host, name in profiles.items():
+        if not name:
+            continue
+        dummy, data = loader(name)
+        rails = [hca for hca in data.get('hcas') or [] if hca.get('role') == 'compute' and hca.get('rail') is not None
+                 and any((port.get('link_layer') or hca.get('link_layer')) == 'InfiniBand' for port in hca.get('ports') or [])]
+        attached = [item for item in attachments.get(host) or [] if item[0] in ib_nets]
+        if rails and (len(attached) != len(rails) or len(rails) != len(ib)):
+            return None
+    return [subnet for dummy, subnet in ib]
+
+
 def ensure_rail_networks(lab, networks):
     """Create the rail networks (internal: no default route through them, no NAT)."""
     for net, spec in sorted(networks.items()):
@@ -456,12 +480,13 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts, profiles=None, ipv4_networks=None):
+def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None):
     """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
 
     ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
     not in it have no simulated hardware. ``ipv4_networks``: the lab's rail renumbering
-    (lab_renumbering), passed to hwsim's fabric as ``hwsim_ipv4_networks``.
+    (lab_renumbering), passed to hwsim's fabric as ``hwsim_ipv4_networks``. ``ipoib``: the lab's IPoIB subnets
+    (ipoib_subnets): the rails come up fresh (``hwsim_fresh_rails``) and the fabric stage addresses them.
     """
     profiles = profiles or {}
     controller = [h for h in hosts if h.startswith('ctl')]
@@ -492,6 +517,12 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None):
     if ipv4_networks:
         lines.append('    hwsim_ipv4_networks:')
         lines += ['      - %s=%s' % item for item in sorted(ipv4_networks.items())]
+    if ipoib:
+        lines += ['    # The IPoIB rails come up as on a fresh node (no address, MTU 2044: lab/hwsim/hwsim/rails.py); the',
+                  '    # fabric stage (role ipoib) gives them these subnets, one per rail, as a site\'s inventory would.',
+                  '    hwsim_fresh_rails: true',
+                  '    ipoib_subnets:']
+        lines += ['      - %s' % subnet for subnet in ipoib]
     lines += [
         '  hosts:',
     ]
@@ -577,7 +608,8 @@ def cmd_up(args):
             podman('rm', '-f', '-t', '10', name)
             log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
     prepare_inventory_dir(args.inventory)
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber)):
+    ipoib = ipoib_subnets(rail_networks, rails, profiles) if rail_networks else None
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)

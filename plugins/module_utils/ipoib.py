@@ -422,10 +422,12 @@ def neigh_gc_thresh(nodes_per_subnet, subnets=1):
 
 
 def sysfs_observed(contents):
-    """``/sys/class/net/<if>/mode`` and ``.../mtu`` path -> text (host_state_info ``contents``) -> name -> {mode, mtu}."""
+    """``<sysfs root>/class/net/<if>/mode`` and ``/sys/class/net/<if>/mtu`` path -> text (host_state_info
+    ``contents``) -> name -> {mode, mtu}. The mode's root is ``ipoib_sysfs_root`` (hwsim's tree in the lab, where a
+    rail is a veth without a mode file); the MTU is always the kernel's."""
     observed = {}
     for path, text in (contents or {}).items():
-        match = re.match(r'^/sys/class/net/([^/]+)/(mode|mtu)$', str(path))
+        match = re.match(r'^(?:/.*)?/class/net/([^/]+)/(mode|mtu)$', str(path))
         if match:
             observed.setdefault(match.group(1), {})[match.group(2)] = text
     return observed

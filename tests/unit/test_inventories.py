@@ -78,7 +78,7 @@ def _documented_role_variables():
 
 
 # Read by the lab's test equipment (lab/hwsim/install.yml), never by a role: allowed in the lab inventory only.
-LAB_EQUIPMENT_VARIABLES = ('hwsim_profile', 'hwsim_fabric_options', 'hwsim_ipv4_networks')
+LAB_EQUIPMENT_VARIABLES = ('hwsim_profile', 'hwsim_fabric_options', 'hwsim_ipv4_networks', 'hwsim_fresh_rails')
 GROUP_VARS = sorted(glob.glob(os.path.join(REPO, 'inventories', '*', 'group_vars', '**', '*.yml'), recursive=True))
 
 

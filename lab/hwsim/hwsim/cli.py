@@ -18,6 +18,7 @@
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
                                      NVIDIA services
     hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
+    hwsim rails-fresh                the IPoIB rail netdevs as a fresh node has them: no address, MTU 2044 (hwsim/rails.py)
     hwsim ibsim-net [SUBNET]         print the ibsim net file of a subnet (default: the first) (hwsim/ibsim.py)
     hwsim ibsim-env [HCA]            print the umad2sim client variables of this host's HCA (default: its first)
     hwsim ibsim-files                JSON {path: text}: this host's /etc/hwsim/ibsim.env and ibsim-<port guid>.env
@@ -31,7 +32,7 @@ import stat
 import sys
 
 from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models
-from hwsim import profile as profiles, sysfs, tools
+from hwsim import profile as profiles, rails, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -341,6 +342,20 @@ def cmd_reboot(ctx, args, run=None):
     return 0
 
 
+def cmd_rails_fresh(ctx, args, run=None):
+    if args:
+        ctx.error('usage: hwsim rails-fresh\n')
+        return 2
+    try:
+        model = ctx.host_model()
+    except SIM_ERRORS:
+        return 0  # a host without simulated hardware has no rails
+    lines, errors = rails.fresh(model, ctx.root, **({'run': run} if run else {}))
+    ctx.write(''.join(lines))
+    ctx.error(''.join(errors))
+    return 1 if errors else 0
+
+
 def cmd_boot_id(ctx, args):
     if args:
         ctx.error('usage: hwsim boot-id\n')
@@ -422,6 +437,7 @@ COMMANDS = {
     'boot': cmd_boot,
     'reboot': cmd_reboot,
     'boot-id': cmd_boot_id,
+    'rails-fresh': cmd_rails_fresh,
 }
 
 

@@ -104,8 +104,10 @@ NVIDIA_SIZES = {'open': 14331904, 'proprietary': 56201216}
 # What udev and rdma-core load at boot on a host with HCAs, and what the driver's udev rules load where it is built.
 BOOT_RDMA = ('mlx5_core', 'mlx5_ib', 'ib_umad', 'ib_ipoib', 'rdma_ucm')
 BOOT_NVIDIA = ('nvidia', 'nvidia_uvm')
-# The NVIDIA units `hwsim reboot` restarts when they are enabled, in this order.
-SERVICES = ('nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvidia-imex.service', 'nvidia-dcgm.service')
+# The units `hwsim reboot` restarts when they are enabled, in this order: the fresh rails (hwsim/rails.py) and the
+# network configuration that brings them up again (a lab with hwsim_fresh_rails), then the NVIDIA units.
+SERVICES = ('hwsim-rails.service', 'systemd-networkd.service',
+            'nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvidia-imex.service', 'nvidia-dcgm.service')
 
 
 class ModuleError(Exception):

@@ -20,7 +20,7 @@ called SMDL, with a non-zero value defined as SW_MNG").
 import os
 import shutil
 
-from hwsim import driver
+from hwsim import driver, rails
 
 SYS_DIR = 'run/hwsim/sys'
 PROC_DIR = 'run/hwsim/proc'
@@ -121,4 +121,8 @@ def write_tree(root, model):
         os.makedirs(link, exist_ok=True)
         os.symlink(os.path.join('..', '..', '..', 'bus', 'pci', 'devices', address), os.path.join(link, 'device'))
         count += 1
+    # The IPoIB mode the ib_ipoib driver starts each rail in (datagram; ipoib.rst): a container's veth has no
+    # /sys/class/net/<if>/mode, so the ipoib role reads it here in the lab (ipoib_sysfs_root).
+    for netdev in rails.ipoib_netdevs(model):
+        _write(os.path.join(sys_base, 'class', 'net', netdev, 'mode'), 'datagram\n')
     return count

@@ -102,6 +102,23 @@ def test_rail_networks_mixed_lab_and_the_management_network_at_1500():
     assert argv == ['--network', 'demo-net:alias=gpu02', '--network', 'demo-rail0-roce:ip=10.100.0.2,interface_name=enp24s0np0']
 
 
+def test_the_ipoib_subnets_of_a_lab_whose_ib_rails_all_have_a_network():
+    lab = _lab()
+    profiles = {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-h100-roce'}
+    networks, attachments = lab.rail_plan('demo', profiles)
+    # one subnet per IPoIB rail in rail order; the RoCE host has no IPoIB rail and does not matter
+    assert lab.ipoib_subnets(networks, attachments, profiles) == ['10.110.%d.0/24' % rail for rail in range(8)]
+    data = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, profiles, None,
+                                             lab.ipoib_subnets(networks, attachments, profiles)))
+    assert data['all']['vars']['hwsim_fresh_rails'] is True and len(data['all']['vars']['ipoib_subnets']) == 8
+    roce = {'gpu01': 'hgx-h100-roce'}
+    assert lab.ipoib_subnets(*(lab.rail_plan('demo', roce) + (roce,))) is None
+    # the B200 profile gives one of its eight IB rails a network: the role could not address the others
+    b200 = {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-b200-ib'}
+    assert lab.ipoib_subnets(*(lab.rail_plan('demo', b200) + (b200,))) is None
+    assert 'hwsim_fresh_rails' not in yaml.safe_load(lab.inventory_text('aic', {'ctl01': '10.0.0.2'}))['all']['vars']
+
+
 def test_rail_networks_with_conflicting_subnets_stop():
     lab = _lab()
 

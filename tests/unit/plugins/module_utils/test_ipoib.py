@@ -220,6 +220,11 @@ def test_the_mode_read_back():
     assert ipoib.mode_problems(interfaces, {'/sys/class/net/ib1/mode': None})[0].startswith('ib0: /sys/class/net/ib0/mode')
     good = dict((k, 'connected\n' if k.endswith('mode') else '65520\n') for k in contents)
     assert ipoib.mode_problems(interfaces, good) == []
+    # the lab's mode files live in hwsim's tree (ipoib_sysfs_root), the MTU is the kernel's
+    lab = dict((k.replace('/sys/', '/run/hwsim/sys/') if k.endswith('mode') else k, v) for k, v in good.items())
+    assert ipoib.sysfs_observed(lab) == {'ib0': {'mode': 'connected\n', 'mtu': '65520\n'},
+                                         'ib1': {'mode': 'connected\n', 'mtu': '65520\n'}}
+    assert ipoib.mode_problems(interfaces, lab) == []
 
 
 def test_the_filters_wrap_the_decisions():
