@@ -274,6 +274,15 @@ def test_sm_expectations_from_the_sm_hosts():
     assert fh.sm_expectations(_expected(priority=7))[1] == 7
 
 
+def test_unknown_sm_ports_are_said_in_the_passing_result():
+    # ctl02 has no opensm_ports and the opensm role did not run in this play: no GUID is compared, and the result says so
+    outcome = decide.fabric_sm(dict((node, _node(node)) for node in NODES), _reads(),
+                               _expected(sm_host_ports={'ctl01': [PRIMARY]}))
+    sm = [r for r in outcome['cluster'] if r['check'] == 'fabric.sm']
+    assert [r['passed'] for r in sm] == [True] and sm[0]['threshold'] == 'one MASTER'
+    assert 'the SM ports of ctl02 are unknown' in sm[0]['message'] and 'set verify_ib_sm_guids' in sm[0]['message']
+
+
 def test_an_sm_host_that_is_also_a_gpu_node_is_not_rogue():
     nodes = {'gpu01': _node('gpu01', pgrep=_ok('99 /usr/sbin/opensm')), 'gpu02': _node('gpu02')}
     outcome = decide.fabric_sm(nodes, _reads(), _expected(sm_hosts=['gpu01', 'ctl02']))
