@@ -14,6 +14,7 @@ import pytest
 
 from _paths import own_fixture, real_fixture
 
+from ansible_collections.aicluster.infra.plugins.module_utils.report import junit, markdown
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import decide, document, gate
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import fabric_health as fh
 
@@ -214,6 +215,9 @@ def test_switch_isl_counter_rising_fails_the_verdict_and_drains_nobody():
     assert len(isl) == 1 and isl[0]['ends'] == ['leaf-rail0 (%s) port 33' % LEAF, 'spine-01 (%s) port 1' % SPINE]
     assert 'no node is drained' in isl[0]['message']
     assert all(doc['nodes'][node]['passed'] for node in NODES)
+    # the acceptance report shows it: the verdict line, and a failed cluster testcase in junit.xml
+    assert '1 cluster-level failures' in markdown.summary_markdown(doc)
+    assert '<testcase classname="fabric.cluster" name="fabric.switch_errors"' in junit.junit_xml(doc)
 
 
 def test_switch_host_link_counter_rising_blames_the_host():
