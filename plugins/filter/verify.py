@@ -48,6 +48,21 @@ def verify_fabric(fabric_info, checked, expected):
     return _call('verify_fabric', 'decide.fabric', fabric_info, checked, expected)
 
 
+def verify_fabric_sm(observations, reads, expected):
+    """Area fabric, subnet manager and partitions: each node's reads and the subnet reads in; fabric.sm and fabric.partition out."""
+    return _call('verify_fabric_sm', 'decide.fabric_sm', observations, reads, expected)
+
+
+def verify_fabric_problems(settings):
+    """verify_ib's fabric-health variables (sm_provider, sm_guids, sm_priority, sm_sweep_s, partitions) -> one line per bad one."""
+    return _call('verify_fabric_problems', 'decide.fabric_problems', settings)
+
+
+def verify_switch_errors(reads, expected):
+    """Area fabric, switch ports: ibqueryerrors before and after the bandwidth tests in; fabric.switch_errors out."""
+    return _call('verify_switch_errors', 'decide.switch_errors', reads, expected)
+
+
 def verify_link(observations, expected):
     """Area ib, link quality: each node's counter reads before and after the bandwidth tests -> results."""
     return _call('verify_link', 'decide.link', observations, expected)
@@ -96,6 +111,9 @@ class FilterModule(object):
             'verify_ib': verify_ib,
             'verify_mtu_plan': verify_mtu_plan,
             'verify_fabric': verify_fabric,
+            'verify_fabric_sm': verify_fabric_sm,
+            'verify_fabric_problems': verify_fabric_problems,
+            'verify_switch_errors': verify_switch_errors,
             'verify_link': verify_link,
             'verify_perftest_plan': verify_perftest_plan,
             'verify_perftest_tests': verify_perftest_tests,

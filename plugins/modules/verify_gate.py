@@ -14,8 +14,9 @@ short_description: Join the verify stage's outcomes, drain and resume nodes in S
 description:
   - The gate of the verify stage, run once on the control node after the check roles (verify_ib, verify_perftest,
     verify_gpu, verify_nccl) have left their outcome facts (C(verify_ib_outcome), C(verify_ib_fabric_outcome),
-    C(verify_perftest_outcome), C(verify_gpu_outcome), C(verify_nccl_outcome), and C(verify_ib_link_outcome) from the
-    link counters read after the tests) on the play's hosts.
+    C(verify_ib_sm_outcome), C(verify_perftest_outcome), C(verify_gpu_outcome), C(verify_nccl_outcome), and
+    C(verify_ib_link_outcome) and C(verify_ib_switch_outcome) from the link and switch-port counters read after the
+    tests) on the play's hosts.
   - Joins each node's results (a node with none fails C(node.reachable)), reads the nodes in Slurm with
     M(aicluster.infra.slurm_node_info) on the host the task is delegated to, and, in mode V(drain), drains each failing node
     with M(aicluster.infra.slurm_node) and a reason that starts with O(reason_prefix). In every mode it resumes nodes whose

@@ -39,7 +39,7 @@ GPU_COLUMNS = (
 )
 AREA_TOOLS = {
     'ib': 'ibstat, ibv_devinfo (aicluster.infra.ib_info)',
-    'fabric': 'iblinkinfo (aicluster.infra.fabric_info)',
+    'fabric': 'iblinkinfo (aicluster.infra.fabric_info), sminfo and saquery, P_Key tables, ibqueryerrors before and after the tests',
     'perftest': 'ib_write_bw / ib_read_bw / ib_write_lat (perftest), rail-aligned node pairs',
     'net': 'ping -M do at the configured MTU',
     'gpu': 'nvidia-smi (aicluster.infra.gpu_info), dcgmi diag (aicluster.infra.dcgm_diag), kernel log',

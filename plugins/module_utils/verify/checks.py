@@ -113,13 +113,15 @@ _RECORDS = (
           'state', None,
           'on a node: stop and disable opensm on {node} (a compute node must not run a subnet manager); for {subject}: '
           'make the expected SM master and give every other SM a lower, distinct sm_priority',
-          measures=('per subnet, from one port: `sminfo` twice a sweep apart (master LID, GUID, priority, state) and '
-                    '`saquery SMIR` (every SM with priority and state; `saquery -s`: the ports with IsSM set); per GPU node: '
-                    'its port GUIDs among the SMs, an opensm unit or process. Not yet run by the verify role'),
-          default=('exactly one MASTER; its GUID one of the SM ports (`ib_subnet_manager` hosts), or not a GPU node\'s '
-                   'port when the switch or UFM runs the SM; its priority the configured one (15); no two SMs at one '
-                   'priority; the same master in both reads; no SM on a GPU node (that node fails, a subnet problem is a '
-                   'cluster result)'),
+          measures=('per subnet, through one port of it (verify_ib, run once): `sminfo` twice `verify_ib_sm_sweep_s` apart '
+                    '(master LID, GUID, priority, state) and `saquery SMIR` (every SM with priority and state; `saquery -s`: '
+                    'the ports with IsSM set); per GPU node: its port GUIDs among the SMs, `pgrep -x opensm`, enabled '
+                    'opensm unit files; InfiniBand only, `verify_ib_sm_enabled`; sminfo not installed: not checked'),
+          default=('exactly one MASTER; its GUID one of the SM ports (`verify_ib_sm_guids`, else the `opensm_ports` of the '
+                   '`ib_subnet_manager` hosts), or not a GPU node\'s port when the switch or UFM runs the SM '
+                   '(`verify_ib_sm_provider`); its priority the configured one (`verify_ib_sm_priority`, else the SM '
+                   'hosts\' highest `opensm_sm_priority`, 15); no two SMs at one priority; the same master in both reads; '
+                   'no SM on a GPU node (that node fails and drains; a subnet problem is a cluster result)'),
           source=('the SM election: opensm(8) `--priority` ("master is chosen by priority and GUID", 0 lowest to 15 '
                   'highest); equal priorities leave mastership to the GUID and a restart can move it; an SM on every RDMA node and a '
                   'host SM behind a switch SM are field reports (issue 32); sminfo.c and saquery.c print formats')),
@@ -127,19 +129,22 @@ _RECORDS = (
           'equal', None,
           'check partitions.conf on the SM host (and its log for PARSE ERROR lines) so that {node} {subject} holds '
           '{threshold}, then let the SM resweep; it holds {measured}',
-          measures=('the P_Key table of each GPU-fabric port: `/sys/class/infiniband/DEV/ports/PORT/pkeys/*` (or '
-                    '`smpquery pkeys LID PORT`); the top bit of each entry is the membership. Not yet run by the verify role'),
-          default=('the partitions of the node (`pkeys`, per node where tenants differ); default `0xffff`: the default '
-                   'partition 0x7fff as a full member (`Default=0x7fff, ipoib : ALL=full;`)'),
+          measures=('the P_Key table of each checked port: `<verify_ib_sysfs_root>/class/infiniband/DEV/ports/PORT/pkeys/*` '
+                    '(else `smpquery -G pkeys PORTGUID PORT`); the top bit of each entry is the membership; InfiniBand '
+                    'only, `verify_ib_partition_enabled`; neither source: not checked'),
+          default=('the P_Keys `verify_ib_partitions` (the opensm role\'s `opensm_partitions`) gives the port GUID; null: '
+                   '`0xffff`, the default partition 0x7fff as a full member (`Default=0x7fff, ipoib : ALL=full;`, the '
+                   'opensm role\'s default)'),
           source=('IBA 10.9.1 P_Key membership bit (1 full, 0 limited: limited members cannot talk to each other); '
                   'opensm doc/partition-config.txt: ports are limited members of 0x7fff when partitions.conf exists '
                   'without a Default rule, `ALL=full`, `defmember`; a partitions.conf OpenSM cannot parse leaves the '
                   'default partition only (opensm osm_prtn.c)')),
     Check('fabric.switch_errors', 'fabric', 'no error counter of a switch port rose during the bandwidth tests', 'lower', None,
           'clean or replace the cable of {peer} and {node} {subject}; reseat both ends, then rerun verify',
-          measures=('every switch port of the GPU fabric, ISLs included: `ibqueryerrors -r` once per subnet before the '
-                    'bandwidth tests and after them (never with `-k`/`-K`, which clear the counters); the -r Link info '
-                    'names the other end; host links by the fabric read\'s peers. Not yet run by the verify role'),
+          measures=('every switch port of the GPU fabric, ISLs included: `ibqueryerrors -r -C CA -P PORT` once per subnet '
+                    'before the bandwidth tests (verify_ib) and after them (links_after, after verify_nccl; never with '
+                    '`-k`/`-K`, which clear the counters); the -r Link info names the other end; host links by the fabric '
+                    'read\'s peers; InfiniBand only, `verify_ib_switch_errors_enabled`; not installed: not checked'),
           default=('no rise of the ib.link_errors counters (`verify_ib_link_error_max`, 0 for each) except '
                    'PortRcvSwitchRelayErrors; a saturated 16/8-bit counter fails; a rising ISL is a cluster result naming '
                    'both ends, a rising host link fails that host\'s HCA'),

@@ -14,7 +14,8 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import (
-    fabric as _fabric, gate as _gate, gpu as _gpu, ib as _ib, link as _link, nccl as _nccl, net as _net, perftest as _perftest,
+    fabric as _fabric, fabric_health as _health, gate as _gate, gpu as _gpu, ib as _ib, link as _link, nccl as _nccl, net as _net,
+    perftest as _perftest,
 )
 
 # results.json run.parameters, by area: expected key -> parameter name
@@ -22,6 +23,9 @@ PARAMETERS = {
     'ib': (('rate_gbps', 'ib_rate_gbps'), ('port', 'ib_port'), ('link_layer', 'ib_link_layer'), ('mtu', 'mtu'),
            ('ipoib_mtu', 'ipoib_mtu'), ('rdma_mtu', 'rdma_mtu')),
     'fabric': (('width', 'fabric_width'), ('lane_speed_gbps', 'fabric_lane_speed_gbps')),
+    'sm': (('provider', 'fabric_sm_provider'), ('priority', 'fabric_sm_priority'), ('sweep_s', 'fabric_sm_sweep_s'),
+           ('partitions_source', 'fabric_partitions')),
+    'switch': (('error_max', 'fabric_switch_error_max'),),
     'link': (('ber_max', 'ib_ber_max'), ('error_max', 'ib_link_error_max'), ('roce_priority', 'ib_roce_priority')),
     'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
                  ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
@@ -63,6 +67,31 @@ def mtu_plan(observations, expected):
 def fabric(fabric_info, checked, expected):
     """Area fabric: the fabric_info result and each node's HCAs in rail order; None when the fabric was not read."""
     return _recorded('fabric', _fabric.decide_fabric(fabric_info, checked, expected), expected)
+
+
+def fabric_sm(observations, reads, expected):
+    """Area fabric, subnet manager and partitions: node -> {ib_info, opensm_pgrep, opensm_units, pkeys_sysfs,
+    pkeys_smpquery}, the subnet reads (sminfo twice, saquery SMIR and -s); fabric.sm and fabric.partition, one outcome
+    (``nodes``, ``cluster``, ``summary``)."""
+    sm = _health.decide_fabric_sm(observations, reads, expected)
+    partition = _health.decide_fabric_partition(observations, expected)
+    nodes = dict((node, list(results)) for node, results in sm['nodes'].items())
+    for node, results in partition['nodes'].items():
+        nodes.setdefault(node, []).extend(results)
+    outcome = {'nodes': nodes, 'cluster': sm['cluster'], 'summary': {'sm': sm['summary'], 'partition': partition['summary']}}
+    return _recorded('sm', outcome, dict(expected, priority=sm['summary'].get('priority'),
+                                         partitions_source=partition['summary'].get('partitions')))
+
+
+def fabric_problems(settings):
+    """The fabric-health variables of verify_ib checked before any measurement: one line per bad one."""
+    return _health.fabric_problems(settings)
+
+
+def switch_errors(reads, expected):
+    """Area fabric, switch ports: ibqueryerrors -r once per subnet before and after the bandwidth tests;
+    fabric.switch_errors (``nodes``, ``cluster``, ``summary``)."""
+    return _recorded('switch', _health.decide_fabric_switch_errors(reads, expected), expected)
 
 
 def link(observations, expected):

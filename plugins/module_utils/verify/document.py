@@ -12,6 +12,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify import resu
 
 # run.checks: the areas that ran, in this order
 AREAS_RAN = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl')
+# the outcomes whose checks are of area fabric besides the link read's (fabric.sm, fabric.partition, fabric.switch_errors)
+FABRIC_OUTCOMES = ('sm', 'switch')
 
 
 # what scontrol prints for a node whose slurmd never registered
@@ -72,7 +74,7 @@ def checks_ran(outcomes, first):
             own = ((outcomes.get('ib') or {}).get('nodes') or {}).get(first) or []
             if any(result.get('check') == 'net.mtu' for result in own):
                 ran.append(area)
-        elif outcomes.get(area):
+        elif outcomes.get(area) or (area == 'fabric' and any(outcomes.get(name) for name in FABRIC_OUTCOMES)):
             ran.append(area)
     return ran
 

@@ -407,7 +407,7 @@ def _rails(nodes, ca_switch, group_regex, scalable_units=None):
     return out, cluster
 
 
-def plan_reads(ib_infos, checked, port=1, host=None):
+def plan_reads(ib_infos, checked, port=1, host=None, linkup=False):
     """Where iblinkinfo reads from: ``{'host', 'reads': [{ca, port, guid, subnet}]}``, one read per subnet.
 
     iblinkinfo reads the subnet of the port it opens. On one-subnet-per-rail
@@ -415,7 +415,8 @@ def plan_reads(ib_infos, checked, port=1, host=None):
     active checked port per distinct subnet (GID prefix and SM LID); fabric_info
     also skips a read whose port an earlier read already showed. ``host``: the
     reading node (default: the node whose active ports reach the most subnets;
-    one that is not a checked node reads through its first port).
+    one that is not a checked node reads through its first port). ``linkup``: also read through a port whose link
+    is up but not Active (no master SM: every port stays Initializing, and sminfo must still be asked).
     """
     candidates = {}
     for node, info in (ib_infos or {}).items():
@@ -423,7 +424,8 @@ def plan_reads(ib_infos, checked, port=1, host=None):
         reads, subnets = [], []
         for name in (checked or {}).get(node) or []:
             ca_port = next((p for p in (by_name.get(name) or {}).get('ports') or [] if p.get('port') == int(port)), None)
-            if not ca_port or ca_port.get('state') != 'Active' or ca_port.get('link_layer') not in (None, 'InfiniBand'):
+            usable = ca_port and (ca_port.get('state') == 'Active' or (linkup and ca_port.get('physical_state') == 'LinkUp'))
+            if not usable or ca_port.get('link_layer') not in (None, 'InfiniBand'):
                 continue
             prefix = next((gid.get('gid', '')[:19] for gid in ca_port.get('gids') or [] if gid.get('index') == 0), None)
             subnet = '%s SM LID %s' % (prefix, ca_port.get('sm_lid')) if prefix else 'SM LID %s' % ca_port.get('sm_lid')

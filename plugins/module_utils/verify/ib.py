@@ -191,12 +191,13 @@ def decide_ib(observations, expected):
     ``observations``: node -> {``ib_info``: the ib_info module result, failed
     or not (absent: not read)}. ``expected``: as ``evaluate_ib_fleet`` plus
     ``ports`` and ``uniform`` (bools: which checks are enabled).
-    Returns ``{'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads'}``:
+    Returns ``{'nodes', 'fleet', 'raw', 'checked', 'identity', 'fabric_reads', 'subnet_reads'}``:
     node-scope results, fleet results, the node's adapters for results.json,
     each node's HCAs in rail order (the fabric and perftest areas use them),
     each node's HCA -> port GUIDs (how the fabric read finds the node), and
     where iblinkinfo reads from (``fabric_host``, default the node that reaches
-    the most subnets; one read per subnet).
+    the most subnets; one read per subnet), and ``subnet_reads``: the same host's one port per subnet whose link is
+    up, for sminfo, saquery and ibqueryerrors (fabric.sm, fabric.switch_errors).
     """
     nodes, raw, checked, infos, identity = {}, {}, {}, {}, {}
     ports, uniform_enabled = bool(expected.get('ports', True)), bool(expected.get('uniform', True))
@@ -228,4 +229,12 @@ def decide_ib(observations, expected):
         fleet = evaluate_ib_fleet(infos, fleet_expected, cluster)
     readable = dict((node, (observations.get(node) or {}).get('ib_info')) for node in identity)
     reads = plan_reads(readable, checked, expected.get('port') or 1, expected.get('fabric_host') or None)
-    return {'nodes': nodes, 'fleet': fleet, 'cluster': cluster, 'raw': raw, 'checked': checked, 'identity': identity, 'fabric_reads': reads}
+    # sminfo, saquery and ibqueryerrors: one port per subnet, a port whose link is up counting (no master SM leaves
+    # every port Initializing, and that is what sminfo must find)
+    subnet_reads = plan_reads(readable, checked, expected.get('port') or 1, expected.get('fabric_host') or None, linkup=True)
+    subnets = []
+    for read in subnet_reads['reads']:
+        if read['subnet'] not in [seen['subnet'] for seen in subnets]:
+            subnets.append(read)
+    return {'nodes': nodes, 'fleet': fleet, 'cluster': cluster, 'raw': raw, 'checked': checked, 'identity': identity,
+            'fabric_reads': reads, 'subnet_reads': {'host': subnet_reads['host'], 'reads': subnets}}

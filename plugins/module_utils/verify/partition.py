@@ -107,7 +107,9 @@ def decide_partition(observations, expected):
     ``observations``: node -> {'HCA:PORT' -> a read}: the sysfs table (index -> ``0xffff`` text, or a list in index
     order), ``smpquery pkeys`` stdout, or a registered command result. ``expected``: ``pkeys`` (the fleet's
     partitions for a GPU port, default the default partition as a full member), ``nodes`` (node -> its own
-    ``pkeys``, where partitions differ per tenant) and ``ports`` (node -> the ports to judge; default: those read).
+    ``pkeys``, where partitions differ per tenant), ``port_pkeys`` (node -> port -> its own ``pkeys``: partitions
+    name their members by port GUID, so two ports of one node may differ) and ``ports`` (node -> the ports to judge;
+    default: those read).
 
     Returns ``{'nodes': node -> [result]}``: one result per port; a port that could not be read fails.
     """
@@ -115,10 +117,12 @@ def decide_partition(observations, expected):
     out = {}
     for node, reads in sorted((observations or {}).items()):
         pkeys = for_node(expected, node).get('pkeys', expected.get('pkeys'))
-        wanted = wanted_entries(pkeys if pkeys is not None else DEFAULT_PKEYS)
+        node_wanted = wanted_entries(pkeys if pkeys is not None else DEFAULT_PKEYS)
         ports = ((expected.get('ports') or {}).get(node)) or sorted(reads or {})
+        per_port = (expected.get('port_pkeys') or {}).get(node) or {}
         results = []
         for port in ports:
+            wanted = wanted_entries(per_port[port]) if per_port.get(port) is not None else node_wanted
             held, why = _held((reads or {}).get(port))
             if held is None:
                 results.append(new_result(CHECK, port, None, sorted(_text(entry) for entry in wanted), False,

@@ -149,10 +149,11 @@ def decide_sm(observations, expected):
     """The fabric.sm decision.
 
     ``observations``: ``{'subnets': subnet -> {'sminfo': [read, read], 'saquery_smir': read, 'saquery_issm': read},
-    'nodes': node -> {'opensm_running': bool}}``; a read is the tool's stdout, a registered command result
+    'nodes': node -> {'opensm_running': bool, 'opensm_found': [what was found, as text]}}``; a read is the tool's stdout, a registered command result
     (``stdout``/``rc``), or the parser's result. ``expected``: ``provider`` (``opensm``, ``switch``, ``ufm``),
     ``sm_guids`` (the SM ports of ``ib_subnet_manager`` hosts), ``priority`` (the master's sm_priority, default 15),
-    ``identity`` (node -> HCA -> GUIDs of the GPU nodes, from verify_ib) and ``gpu_nodes`` (the GPU nodes checked).
+    ``identity`` (node -> HCA -> GUIDs of the GPU nodes, from verify_ib), ``gpu_nodes`` (the GPU nodes checked) and
+    ``sm_hosts`` (the hosts of ib_subnet_manager: one that is also a GPU node runs its SM by design).
 
     Returns ``{'nodes': node -> [result], 'cluster': [results], 'summary': {'errors'}}``: a GPU node running an SM
     fails (drains); every subnet problem is a cluster result.
@@ -167,10 +168,19 @@ def decide_sm(observations, expected):
         cluster.extend(results)
         errors.extend(subnet_errors)
     node_reads = (observations or {}).get('nodes') or {}
+    sm_hosts = set(expected.get('sm_hosts') or [])
     nodes = {}
     for node in sorted(set(expected.get('gpu_nodes') or []) | set(node_reads) | set(node_sms)):
+        if node in sm_hosts:
+            # a host of ib_subnet_manager that is also a GPU node (opensm_allow_on_compute): its SM is expected
+            nodes[node] = [new_result(CHECK, 'node', 'an expected SM', 'no SM on a compute node', True,
+                                      '%s is an SM host (ib_subnet_manager): its SM is expected' % node)]
+            continue
         found = list(node_sms.get(node) or [])
-        if (node_reads.get(node) or {}).get('opensm_running'):
+        read = node_reads.get(node) or {}
+        if read.get('opensm_found'):
+            found.extend(read['opensm_found'])
+        elif read.get('opensm_running'):
             found.append('an opensm unit or process runs on the node')
         if found:
             nodes[node] = [_fail('node', found, 'no SM on a compute node', '%s: %s; stop and disable opensm there (a compute '

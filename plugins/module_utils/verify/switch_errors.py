@@ -200,7 +200,7 @@ def decide_switch_errors(observations, expected):
     reads = observations.get('reads') or ([dict(observations, subnet=observations.get('subnet') or 'the fabric')]
                                           if 'after' in observations or 'before' in observations else [])
     judge = _Judge(expected, guid_owners(expected.get('identity')), _host_ports(expected.get('peers')))
-    errors, compared = [], 0
+    errors, compared, judged = [], 0, 0
     for read in reads:
         subnet = read.get('subnet') or 'the fabric'
         before = _read(read.get('before'), 'ibqueryerrors before the tests (%s)' % subnet, errors)
@@ -212,6 +212,7 @@ def decide_switch_errors(observations, expected):
             continue
         ports, problems = judge.judge(subnet, before, after)
         compared += ports
+        judged += 1
         if not problems:
             text = '%s: no switch port printed a rising error counter (%d ports with counters shown, %s ports checked)' % (
                 subnet, ports, (after.get('summary') or {}).get('ports_checked'))
@@ -228,9 +229,11 @@ def decide_switch_errors(observations, expected):
         tested = judge.active and node not in judge.busy
         hcas = sorted(((expected.get('peers') or {}).get(node) or {}))
         text = 'the switch ends of %s counted no error rise' % (', '.join(hcas) or 'its links')
-        if not reads or not tested:
+        if not judged or not tested:
+            # no pair of reads compared (none made, or a read failed): the node's switch ends were not seen
             judge.nodes[node] = [new_result(CHECK, 'node', 0, 0, True, 'not checked: %s' % (
-                'no switch read' if not reads else 'no bandwidth test ran on this node between the reads, and ' + text),
+                'no switch read' if not reads else 'no pair of switch reads before and after the tests' if not judged
+                else 'no bandwidth test ran on this node between the reads, and ' + text),
                 skipped='not tested')]
         else:
             judge.nodes[node] = [new_result(CHECK, 'node', 0, 0, True, text)]

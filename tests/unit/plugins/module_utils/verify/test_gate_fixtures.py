@@ -44,11 +44,13 @@ NOT_PINNED_YET = {
                       'run); test_link.py and test_hwsim_link.py (link-errors) pass and fail it',
     'ib.ber': 'the pinned evidence predates the mlxlink read; test_link.py and test_hwsim_link.py (link-errors) pass and fail it',
     'ib.roce_drops': 'RoCE counters are in no pinned case; test_link.py passes and fails it on ethtool -S and hw_counters',
-    # issue 32 (Fabric I): decided in module_utils but not yet run by the verify role, so no pinned case has them
-    'fabric.sm': 'not run by the verify role yet (issue 32); test_sm.py passes and fails it on sminfo/saquery reads',
-    'fabric.partition': 'not run by the verify role yet (issue 32); test_partition.py passes and fails it on P_Key tables',
-    'fabric.switch_errors': 'not run by the verify role yet (issue 32); test_switch_errors.py passes and fails it on '
-                            'ibqueryerrors reads',
+    # issue 32 (Fabric I): run by the verify role since, but the pinned evidence predates those reads
+    'fabric.sm': 'the pinned evidence predates the sminfo/saquery reads; test_sm.py and test_fabric_health.py (through the '
+                 'gate) pass and fail it',
+    'fabric.partition': 'the pinned evidence predates the P_Key reads; test_partition.py and test_fabric_health.py pass and '
+                        'fail it',
+    'fabric.switch_errors': 'the pinned evidence predates the ibqueryerrors reads; test_switch_errors.py and '
+                            'test_fabric_health.py pass and fail it',
 }
 
 
