@@ -3,6 +3,8 @@ partition-file-broken, ipoib-mtu), their validation, what they run and how ``hws
 (systemctl, systemd-run, sminfo, ip) are recorded by a fake runner: the real ones need a lab host."""
 import json
 import os
+import re
+import signal
 import sys
 
 import pytest
@@ -12,7 +14,7 @@ from _paths import REPO
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
 # pylint: disable=wrong-import-position
-from hwsim import faults, ibsim, smfaults  # noqa: E402
+from hwsim import fabric as fabrics, faults, ibsim, smfaults  # noqa: E402
 from hwsim.testing import Lab  # noqa: E402
 
 GPU01 = '0x946dae0300000100'   # gpu01's mlx5_0 (host index 1)
@@ -207,3 +209,63 @@ def test_a_failed_undo_keeps_the_fault(lab, monkeypatch):
     status, _out, err = lab.run('ctl01', ['hwsim', 'clear'])
     assert status == 1 and 'clear sm-stop: systemctl start' in err
     assert [fault['kind'] for fault in _faults(lab, 'ctl01')] == ['sm-stop']
+
+
+# ---- the real OpenSM under ibsim (skipped without Debian's ibsim-utils, opensm and infiniband-diags) -----------------
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_hwsim_ibsim import HWSIM, _free_udp_port, _tool, _until, needs_real, processes  # noqa: E402,F401,E501 pylint: disable=wrong-import-order,unused-import
+
+
+@needs_real
+def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylint: disable=redefined-outer-name
+    """sm-rogue's OpenSM (rogue_command's argv and environment, without systemd-run) joins the subnet as an SM below
+    the master and leaves it when stopped; partition-file-broken's line is logged as a PARSE ERROR and skipped."""
+    fabric = fabrics_with_ibsim(_free_udp_port())
+    fabric_path = str(tmp_path / 'fabric.yml')
+    fabrics.write_fabric(fabric, fabric_path)
+    env = dict(os.environ, HWSIM_FABRIC=fabric_path, HWSIM_STATE_DIR=str(tmp_path / 'state'),
+               HWSIM_IBSIM_RUN_DIR=str(tmp_path / 'run'))
+    env.pop('LD_PRELOAD', None)
+    processes.start([sys.executable, HWSIM, 'ibsim-serve', 'ib0'], env, str(tmp_path), str(tmp_path / 'ibsim.log'))
+    assert _until(lambda: 'Node Description' in _tool(env, 'gpu01', ['smpquery', '-D', 'nodedesc', '0'], str(tmp_path)))
+    gpu01, ctl01 = ibsim.environment(fabric, 'gpu01')['SIM_HOST'], ibsim.environment(fabric, 'ctl01')['SIM_HOST']
+    partitions = tmp_path / 'partitions.conf'
+    good = 'Default=0x7fff, ipoib, mtu=5 : ALL=full;\ntenant1=0x0101, ipoib, mtu=5 : %s=full, SELF=full;\n' % gpu01
+    partitions.write_text(good)
+    (tmp_path / 'cache-ctl01').mkdir()
+    master = processes.start(['opensm', '-g', ctl01, '-P', str(partitions), '-p', '15', '-s', '1',
+                              '-f', str(tmp_path / 'opensm-ctl01.log')],
+                             dict(env, OSM_CACHE_DIR=str(tmp_path / 'cache-ctl01'), **ibsim.environment(fabric, 'ctl01')),
+                             str(tmp_path), str(tmp_path / 'opensm-ctl01.out'))
+    assert _until(lambda: smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01, 20)
+    argv = smfaults.rogue_command(fabric, 'gpu01', 13)
+    rogue_env = dict(env, **dict(item[len('--setenv='):].split('=', 1) for item in argv if item.startswith('--setenv=')))
+    os.makedirs(rogue_env['OSM_CACHE_DIR'].replace('/var/cache', str(tmp_path)))
+    rogue_env['OSM_CACHE_DIR'] = rogue_env['OSM_CACHE_DIR'].replace('/var/cache', str(tmp_path))
+    opensm = argv[argv.index(smfaults.OPENSM):]
+    opensm[-1] = str(tmp_path / 'opensm-rogue.log')
+    rogue = processes.start(opensm, rogue_env, str(tmp_path), str(tmp_path / 'opensm-rogue.out'))
+
+    def rogue_known():
+        text = _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path))
+        return text if re.search(r'GUID\.+%s' % gpu01, text) else None
+
+    smir = _until(rogue_known, 20)
+    assert smir and re.search(r'GUID\.+%s\s+SM_Key\.+\S+\s+ActCount\.+\d+\s+Priority\.+13\b' % gpu01, smir), _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path))
+    assert smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01
+    processes.stop(rogue)
+    assert _until(lambda: gpu01 not in _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path)), 15)
+    assert smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01
+    # partition-file-broken: the line is logged and skipped, the tenant partition stays (osm_prtn_config.c)
+    partitions.write_text(smfaults.BROKEN_LINE + '\n' + good)
+    os.kill(master.pid, signal.SIGHUP)
+    assert _until(lambda: 'PARSE ERROR: line 1: no partition definition found' in (tmp_path / 'opensm-ctl01.log').read_text(), 10)
+    assert '0x8101' in _tool(env, 'ctl01', ['smpquery', '-G', 'pkeys', gpu01], str(tmp_path))
+
+
+def fabrics_with_ibsim(port):
+    fabric = fabrics.build_fabric([('ctl01', None), ('gpu01', 'hgx-h100-ib')], sm_hosts=['ctl01'], ibsim_host='ctl01',
+                                  ibsim_port=port)
+    fabric['ibsim']['host'] = '127.0.0.1'   # ctl01 is this machine here
+    return fabric
