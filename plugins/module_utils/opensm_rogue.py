@@ -16,6 +16,8 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.aicluster.infra.plugins.module_utils.host_state import parse_systemctl_show
+
 OWN_PREFIX = 'aicluster-opensm@'
 # systemctl is-enabled states that start a unit at boot (systemctl(1) "is-enabled"); static, indirect, disabled,
 # masked, generated and transient units do not start by themselves
@@ -46,21 +48,6 @@ def _sections(text):
     return found
 
 
-def _show_blocks(lines):
-    """``systemctl show`` property blocks (separated by blank lines) as dicts."""
-    blocks, block = [], {}
-    for line in lines + ['']:
-        if not line.strip():
-            if block:
-                blocks.append(block)
-            block = {}
-            continue
-        key, sep, value = line.partition('=')
-        if sep:
-            block[key.strip()] = value.strip()
-    return blocks
-
-
 def parse_sm_read(text):
     """The node's read: ``{'units': {name: {load, active, sub, file_state, main_pid}}, 'unit_files': {name: state},
     'processes': [{pid, args}], 'errors': [...]}``. A missing section, or ``systemctl`` or ``pgrep`` failing, is an
@@ -77,7 +64,7 @@ def parse_sm_read(text):
     if show_rc:
         errors.append('systemctl show failed (rc %d)' % show_rc)
     else:
-        for block in _show_blocks(show_lines):
+        for block in parse_systemctl_show('\n'.join(show_lines)):
             name = block.get('Id')
             if not name or '@.' in name:
                 continue

@@ -214,7 +214,8 @@ def test_a_failed_undo_keeps_the_fault(lab, monkeypatch):
 # ---- the real OpenSM under ibsim (skipped without Debian's ibsim-utils, opensm and infiniband-diags) -----------------
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_hwsim_ibsim import HWSIM, _free_udp_port, _tool, _until, needs_real, processes  # noqa: E402,F401,E501 pylint: disable=wrong-import-order,unused-import
+# pylint: disable-next=wrong-import-order,unused-import
+from test_hwsim_ibsim import _free_udp_port, _tool, _until, needs_real, processes, serve_ibsim  # noqa: E402,F401
 
 
 @needs_real
@@ -222,13 +223,7 @@ def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylin
     """sm-rogue's OpenSM (rogue_command's argv and environment, without systemd-run) joins the subnet as an SM below
     the master and leaves it when stopped; partition-file-broken's line is logged as a PARSE ERROR and skipped."""
     fabric = fabrics_with_ibsim(_free_udp_port())
-    fabric_path = str(tmp_path / 'fabric.yml')
-    fabrics.write_fabric(fabric, fabric_path)
-    env = dict(os.environ, HWSIM_FABRIC=fabric_path, HWSIM_STATE_DIR=str(tmp_path / 'state'),
-               HWSIM_IBSIM_RUN_DIR=str(tmp_path / 'run'))
-    env.pop('LD_PRELOAD', None)
-    processes.start([sys.executable, HWSIM, 'ibsim-serve', 'ib0'], env, str(tmp_path), str(tmp_path / 'ibsim.log'))
-    assert _until(lambda: 'Node Description' in _tool(env, 'gpu01', ['smpquery', '-D', 'nodedesc', '0'], str(tmp_path)))
+    env = serve_ibsim(fabric, tmp_path, processes)
     gpu01, ctl01 = ibsim.environment(fabric, 'gpu01')['SIM_HOST'], ibsim.environment(fabric, 'ctl01')['SIM_HOST']
     partitions = tmp_path / 'partitions.conf'
     good = 'Default=0x7fff, ipoib, mtu=5 : ALL=full;\ntenant1=0x0101, ipoib, mtu=5 : %s=full, SELF=full;\n' % gpu01
@@ -252,7 +247,7 @@ def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylin
         return text if re.search(r'GUID\.+%s' % gpu01, text) else None
 
     smir = _until(rogue_known, 20)
-    assert smir and re.search(r'GUID\.+%s\s+SM_Key\.+\S+\s+ActCount\.+\d+\s+Priority\.+13\b' % gpu01, smir), _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path))
+    assert smir and re.search(r'GUID\.+%s\s+SM_Key\.+\S+\s+ActCount\.+\d+\s+Priority\.+13\b' % gpu01, smir), smir
     assert smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01
     processes.stop(rogue)
     assert _until(lambda: gpu01 not in _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path)), 15)
