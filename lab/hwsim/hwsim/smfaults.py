@@ -13,9 +13,10 @@ on (in a play: ``delegate_to``). What undoes each is kept with the fault in the 
   installed on every lab host with an HCA, and systemd refuses a transient unit whose name has a unit file); clear
   stops it.
 - ``partition-file-broken [HOST]``: puts a line without a partition definition at the top of the opensm role's
-  partitions.conf and reloads the host's running SMs (SIGHUP: OpenSM re-reads the file); OpenSM logs ``PARSE ERROR:
-  line 1: no partition definition found`` and skips the line (opensm/osm_prtn_config.c). Clear puts the old text back,
-  unless the file was rewritten since (the opensm role's next run does).
+  partitions.conf and reloads the host's running SMs (SIGHUP: OpenSM re-reads the file); OpenSM 3.3.23 logs ``PARSE
+  ERROR: line 1: no partition definition found`` and ``Partition configuration in error; retrying with default config``
+  and serves the default partition only. Clear puts the old text back, unless the file was rewritten since (the opensm
+  role's next run does).
 - ``ipoib-mtu RAIL MTU``: sets the MTU of the host's IPoIB netdev of that rail (``ip link set``); clear sets the MTU
   it had.
 """
@@ -32,7 +33,8 @@ PARTITIONS_CONF = '/etc/opensm/aicluster/partitions.conf'   # the opensm role's 
 ROGUE_UNIT = 'opensmd.service'
 ROGUE_LOG = '/var/log/opensm-rogue.log'
 OPENSM = '/usr/sbin/opensm'
-# no ':' - osm_prtn_config.c parse_part_conf(): "PARSE ERROR: line N: no partition definition found", line skipped
+# no ':' - osm_prtn_config.c parse_part_conf(): "PARSE ERROR: line N: no partition definition found"; 3.3.23 then drops
+# the file for its default configuration
 BROKEN_LINE = 'hwsim-fault partition-file-broken = 0x0bad ALL=full;'
 MTU_RANGE = (68, 65520)   # IPv4's minimum; IPoIB connected mode's maximum
 _MASTER = re.compile(r'sm guid (?P<guid>0x[0-9a-fA-F]+),.*\bSMINFO_MASTER\b')

@@ -221,7 +221,7 @@ from test_hwsim_ibsim import _free_udp_port, _tool, _until, needs_real, processe
 @needs_real
 def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylint: disable=redefined-outer-name
     """sm-rogue's OpenSM (rogue_command's argv and environment, without systemd-run) joins the subnet as an SM below
-    the master and leaves it when stopped; partition-file-broken's line is logged as a PARSE ERROR and skipped."""
+    the master and leaves it when stopped; after partition-file-broken's line OpenSM serves the default partition only."""
     fabric = fabrics_with_ibsim(_free_udp_port())
     env = serve_ibsim(fabric, tmp_path, processes)
     gpu01, ctl01 = ibsim.environment(fabric, 'gpu01')['SIM_HOST'], ibsim.environment(fabric, 'ctl01')['SIM_HOST']
@@ -234,6 +234,11 @@ def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylin
                              dict(env, OSM_CACHE_DIR=str(tmp_path / 'cache-ctl01'), **ibsim.environment(fabric, 'ctl01')),
                              str(tmp_path), str(tmp_path / 'opensm-ctl01.out'))
     assert _until(lambda: smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01, 20)
+
+    def tenant_pkey():
+        return '0x8101' in _tool(env, 'ctl01', ['smpquery', '-G', 'pkeys', gpu01], str(tmp_path))
+
+    assert _until(tenant_pkey, 20)
     argv = smfaults.rogue_command(fabric, 'gpu01', 13)
     rogue_env = dict(env, **dict(item[len('--setenv='):].split('=', 1) for item in argv if item.startswith('--setenv=')))
     os.makedirs(rogue_env['OSM_CACHE_DIR'].replace('/var/cache', str(tmp_path)))
@@ -252,11 +257,14 @@ def test_real_rogue_sm_and_broken_partitions_conf(tmp_path, processes):  # pylin
     processes.stop(rogue)
     assert _until(lambda: gpu01 not in _tool(env, 'ctl01', ['saquery', 'SMIR'], str(tmp_path)), 15)
     assert smfaults.sminfo_master(_tool(env, 'gpu01', ['sminfo'], str(tmp_path))) == ctl01
-    # partition-file-broken: the line is logged and skipped, the tenant partition stays (osm_prtn_config.c)
+    # partition-file-broken: OpenSM 3.3.23 logs the parse error, drops the whole file for its default configuration,
+    # and the tenant's P_Key leaves gpu01's table
     partitions.write_text(smfaults.BROKEN_LINE + '\n' + good)
     os.kill(master.pid, signal.SIGHUP)
-    assert _until(lambda: 'PARSE ERROR: line 1: no partition definition found' in (tmp_path / 'opensm-ctl01.log').read_text(), 10)
-    assert '0x8101' in _tool(env, 'ctl01', ['smpquery', '-G', 'pkeys', gpu01], str(tmp_path))
+    log = tmp_path / 'opensm-ctl01.log'
+    assert _until(lambda: 'PARSE ERROR: line 1: no partition definition found' in log.read_text(), 10)
+    assert _until(lambda: 'Partition configuration in error; retrying with default config' in log.read_text(), 10)
+    assert _until(lambda: not tenant_pkey(), 20)
 
 
 def fabrics_with_ibsim(port):
