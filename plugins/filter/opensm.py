@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Internal steps of the opensm role: one SM host's instances and problems, and the SM plan across hosts. The
-decisions live in module_utils/opensm_plan.py."""
+"""Internal steps of the opensm role: one SM host's instances and problems, the SM plan across hosts, and the
+rogue SMs of the compute nodes. The decisions live in module_utils/opensm_plan.py and opensm_rogue.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -14,12 +14,13 @@ from ansible.errors import AnsibleFilterError
 
 # Imported on a filter's first call, not with this file (docs/scale.md "What a task costs the control node").
 _MODULE = 'ansible_collections.aicluster.infra.plugins.module_utils.opensm_plan'
+_ROGUE = 'ansible_collections.aicluster.infra.plugins.module_utils.opensm_rogue'
 
 
-def _call(filter_name, function, *args):
+def _call(filter_name, function, *args, **kwargs):
     """Run a module_utils function; ValueError/TypeError/KeyError become AnsibleFilterError naming the filter."""
     try:
-        return getattr(importlib.import_module(_MODULE), function)(*args)
+        return getattr(importlib.import_module(kwargs.pop('module', _MODULE)), function)(*args)
     except (TypeError, ValueError, KeyError, AttributeError) as exc:
         raise AnsibleFilterError('%s: %s' % (filter_name, exc))
 
@@ -33,6 +34,15 @@ def _opensm_fleet_problems(plans):
     return _call('opensm_fleet_problems', 'opensm_fleet_problems', dict(plans or {}))
 
 
+def _opensm_rogue_plan(read, host, gpu_nodes, allow_on_compute=False, stop=False):
+    return _call('opensm_rogue_plan', 'rogue_plan', read if isinstance(read, str) else dict(read or {}), host,
+                 list(gpu_nodes or []), allow_on_compute, stop, module=_ROGUE)
+
+
+def _opensm_rogue_summary(plans, check_mode=False):
+    return _call('opensm_rogue_summary', 'rogue_summary', dict(plans or {}), bool(check_mode), module=_ROGUE)
+
+
 class FilterModule(object):
     """aicluster.infra opensm role filters (internal)."""
 
@@ -40,4 +50,6 @@ class FilterModule(object):
         return {
             'opensm_plan': _opensm_plan,
             'opensm_fleet_problems': _opensm_fleet_problems,
+            'opensm_rogue_plan': _opensm_rogue_plan,
+            'opensm_rogue_summary': _opensm_rogue_summary,
         }

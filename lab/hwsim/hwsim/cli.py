@@ -5,7 +5,9 @@
     hwsim fault [HOST] KIND ARGS     inject a fault on this host, or on another lab host
                                      (the state directory is shared by the lab)
     hwsim clear [HOST] [KIND [TARGET]]
-                                     remove faults (all, of a kind, of a kind on one target)
+                                     remove faults (all, of a kind, of a kind on one target); the faults that
+                                     changed the host (sm-stop, sm-rogue, partition-file-broken, ipoib-mtu:
+                                     hwsim/smfaults.py) are undone, on the host they were injected on
     hwsim show                       print this host's state as JSON
     hwsim tools                      list the tool names (the lab links each to bin/hwsim)
     hwsim build-fabric [--descriptions M] [--switch-names M] [--scalable-units N] [--subnet-per-rail] OUT HOST=PROFILE ...
@@ -32,11 +34,11 @@ import stat
 import sys
 
 from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models
-from hwsim import profile as profiles, rails, sysfs, tools
+from hwsim import profile as profiles, rails, smfaults, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
-SIM_ERRORS = (SimError, fabrics.FabricError, profiles.ProfileError, ibsim.IbsimError)
+SIM_ERRORS = (SimError, fabrics.FabricError, profiles.ProfileError, ibsim.IbsimError, smfaults.ActionError)
 # Faults ibsim carries out (its console, hwsim/ibsim.py), not a host's state file: kind -> (arguments, usage).
 IBSIM_FAULTS = {'switch-link-errors': 'SWITCH PORT [COUNT]'}
 
@@ -73,7 +75,28 @@ def _ibsim_fault(ctx, args):
     return 0
 
 
+def _action_fault(ctx, local, fault):
+    """A fault that changes the host now (hwsim/smfaults.py): on this host only, once until cleared; what undoes it
+    is kept with it in the state file."""
+    host = fault['args'].get('host', smfaults.THIS_HOST)
+    if host != smfaults.THIS_HOST:
+        ctx.host = host
+    smfaults.check_local(fault['kind'], ctx.host, local)
+    if 'host' in fault['args']:
+        fault = dict(fault, args=dict(fault['args'], host=ctx.host))
+    data = ctx.load_state()
+    if any(old['kind'] == fault['kind'] and fault_kinds.target(old) == fault_kinds.target(fault) for old in data['faults']):
+        ctx.error('hwsim: fault %s %s is injected already: hwsim clear %s first\n' % (
+            fault['kind'], fault_kinds.target(fault), fault['kind']))
+        return 2
+    fault = smfaults.apply(ctx, fault)
+    data['faults'] = fault_kinds.add(data['faults'], fault)
+    ctx.save_state(data)
+    return 0
+
+
 def cmd_fault(ctx, args):
+    local = ctx.host
     args = _retarget(ctx, args)
     if args and args[0] in IBSIM_FAULTS:
         return _ibsim_fault(ctx, args)
@@ -85,6 +108,8 @@ def cmd_fault(ctx, args):
     except fault_kinds.FaultError as exc:
         ctx.error('hwsim: %s\n' % exc)
         return 2
+    if fault['kind'] in smfaults.KINDS:
+        return _action_fault(ctx, local, fault)
     data = ctx.load_state()
     data['faults'] = fault_kinds.add(data['faults'], fault)
     ctx.save_state(data)
@@ -92,20 +117,35 @@ def cmd_fault(ctx, args):
 
 
 def cmd_clear(ctx, args):
+    local = ctx.host
     args = _retarget(ctx, args)
     if len(args) > 2:
         ctx.error('usage: hwsim clear [KIND [TARGET]]\n')
         return 2
     data = ctx.load_state()
     try:
-        data['faults'] = fault_kinds.remove(data['faults'], args[0] if args else None, args[1] if len(args) > 1 else None)
+        kept = fault_kinds.remove(data['faults'], args[0] if args else None, args[1] if len(args) > 1 else None)
     except fault_kinds.FaultError as exc:
         ctx.error('hwsim: %s\n' % exc)
         return 2
+    undone = [fault for fault in data['faults'] if fault not in kept and fault['kind'] in smfaults.KINDS]
+    if undone and ctx.host != local:
+        ctx.error('hwsim: %s changed %s itself: run hwsim clear on %s\n' % (
+            ', '.join(fault['kind'] for fault in undone), ctx.host, ctx.host))
+        return 2
+    status = 0
+    for fault in undone:
+        try:
+            ctx.write(''.join(smfaults.clear(ctx, fault)))
+        except smfaults.ActionError as exc:
+            ctx.error('hwsim: %s\n' % exc)
+            kept.append(fault)   # still in place: kept, so that a later clear can undo it
+            status = 1
+    data['faults'] = kept
     if data.get('firmware_flash') and (not args or args[0] == 'firmware'):
         data['firmware_flash'] = _unflashed(ctx, data['firmware_flash'], args[1] if len(args) > 1 else None)
     ctx.save_state(data)
-    return 0
+    return status
 
 
 def _unflashed(ctx, pending, target):

@@ -96,6 +96,20 @@ def _diag_test(text):
     return text
 
 
+def _sm_priority(text):
+    value = int(text)
+    if not 0 <= value <= 15:
+        raise ValueError('must be 0-15 (opensm --priority)')
+    return value
+
+
+def _ipoib_mtu(text):
+    value = int(text)
+    if not 68 <= value <= 65520:
+        raise ValueError('must be 68-65520 (4092 datagram at IB MTU 4096, 2044 at 2048, up to 65520 connected)')
+    return value
+
+
 # kind -> (argument names and converters, one-line description).  'hca' arguments are checked
 # against the host's profile when it is known.
 KINDS = {
@@ -132,10 +146,17 @@ KINDS = {
                  'without HCA every HCA of the host does (a rolling upgrade half done)'),
     'vbios': ((('gpu', _non_negative_int), ('version', _vbios)),
               'GPU reports VBIOS VERSION (a board reflashed or swapped for one with another VBIOS)'),
+    # These four change the host when injected (hwsim/smfaults.py): run on the host they act on; HOST is that host.
+    'sm-stop': ((('host', _text),), "stop the master SM's unit (aicluster-opensm@<port guid>) on HOST, which runs it"),
+    'sm-rogue': ((('host', _text), ('priority', _sm_priority)),
+                 'start OpenSM on HOST (a GPU node) on its first InfiniBand port at PRIORITY, as transient opensmd.service'),
+    'partition-file-broken': ((('host', _text),), "a line OpenSM cannot parse at the top of HOST's "
+                              '/etc/opensm/aicluster/partitions.conf, its SMs reloaded'),
+    'ipoib-mtu': ((('rail', _non_negative_int), ('mtu', _ipoib_mtu)), "the MTU of the rail's IPoIB netdev set to MTU"),
 }
 # Kinds whose first argument may be left out: the value it then takes (``firmware VERSION`` is ``firmware * VERSION``,
-# every HCA).
-OPTIONAL_FIRST = {'firmware': '*'}
+# every HCA; ``sm-stop`` is ``sm-stop .``, this host).
+OPTIONAL_FIRST = {'firmware': '*', 'sm-stop': '.', 'partition-file-broken': '.'}
 # Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
 TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')

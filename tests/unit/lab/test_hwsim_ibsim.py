@@ -214,11 +214,9 @@ def _until(function, seconds=15):
         time.sleep(0.3)
 
 
-@needs_real
-def test_real_opensm_and_diags_on_ibsim(tmp_path, processes):
-    fabric = fabrics.build_fabric([('ctl01', None), ('ctl02', None), ('gpu01', 'hgx-h100-ib')],
-                                  sm_hosts=['ctl01', 'ctl02'], ibsim_host='ctl01', ibsim_port=_free_udp_port())
-    fabric['ibsim']['host'] = '127.0.0.1'   # ctl01 is this machine here
+def serve_ibsim(fabric, tmp_path, processes):  # pylint: disable=redefined-outer-name
+    """Write ``fabric``, start its subnet ib0's ibsim (hwsim ibsim-serve), wait until it answers; the environment of
+    the hwsim commands."""
     fabric_path = str(tmp_path / 'fabric.yml')
     fabrics.write_fabric(fabric, fabric_path)
     env = dict(os.environ, HWSIM_FABRIC=fabric_path, HWSIM_STATE_DIR=str(tmp_path / 'state'),
@@ -226,6 +224,15 @@ def test_real_opensm_and_diags_on_ibsim(tmp_path, processes):
     env.pop('LD_PRELOAD', None)
     processes.start([sys.executable, HWSIM, 'ibsim-serve', 'ib0'], env, str(tmp_path), str(tmp_path / 'ibsim.log'))
     assert _until(lambda: 'Node Description' in _tool(env, 'gpu01', ['smpquery', '-D', 'nodedesc', '0'], str(tmp_path)))
+    return env
+
+
+@needs_real
+def test_real_opensm_and_diags_on_ibsim(tmp_path, processes):
+    fabric = fabrics.build_fabric([('ctl01', None), ('ctl02', None), ('gpu01', 'hgx-h100-ib')],
+                                  sm_hosts=['ctl01', 'ctl02'], ibsim_host='ctl01', ibsim_port=_free_udp_port())
+    fabric['ibsim']['host'] = '127.0.0.1'   # ctl01 is this machine here
+    env = serve_ibsim(fabric, tmp_path, processes)
     partitions = tmp_path / 'partitions.conf'
     partitions.write_text('Default=0x7fff, ipoib, mtu=5 : ALL=full;\nstorage=0x8002 : %s=full;\n'
                           % ibsim.environment(fabric, 'ctl01')['SIM_HOST'])
