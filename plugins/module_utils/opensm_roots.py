@@ -56,29 +56,35 @@ def _shown(items):
     return ', '.join(items[:SHOWN]) + more
 
 
-def _line_key(link):
-    """(GUID that names the printing node, its type) of one port line: a switch's node GUID, a CA's port GUID; the
-    type is None in the line layout (iblinkinfo -l prints none)."""
-    kind = link.get('node_type')
-    if kind == 'Switch':
-        return norm_guid(link.get('node_guid')), kind
-    return norm_guid(link.get('port_guid') or link.get('node_guid')), kind
+def _line_keys(links):
+    """[(GUID that names the printing node, its type)] of the port lines: a switch's node GUID, a CA's port GUID; the
+    type is None in the line layout (iblinkinfo -l prints none). A switch prints its GUID on each of its port lines:
+    each text is normalised once."""
+    normal, keys = {}, []
+    for link in links:
+        kind = link.get('node_type')
+        raw = link.get('node_guid') if kind == 'Switch' else (link.get('port_guid') or link.get('node_guid'))
+        if raw not in normal:
+            normal[raw] = norm_guid(raw)
+        keys.append((normal[raw], kind))
+    return keys
 
 
 def _up(link):
     return link.get('state') not in (None, 'Down') and (link.get('peer_lid') is not None or link.get('peer_guid'))
 
 
-def _nodes(links):
+def _nodes(links, keys):
     """guid -> {type, name, lid, lines, max_port}, and LID -> guid. In the line layout a node's type is inferred: a
     switch prints its node GUID on every port line; a CA port has a GUID of its own, on one line, port 1 or 2."""
     nodes, lids = {}, {}
-    for link in links:
-        guid, kind = _line_key(link)
+    for link, (guid, kind) in zip(links, keys):
         if guid is None:
             continue
-        node = nodes.setdefault(guid, {'type': kind, 'name': link.get('node_name'), 'lid': link.get('node_lid'),
-                                       'lines': 0, 'max_port': 0})
+        node = nodes.get(guid)
+        if node is None:
+            node = nodes[guid] = {'type': kind, 'name': link.get('node_name'), 'lid': link.get('node_lid'),
+                                  'lines': 0, 'max_port': 0}
         node['lines'] += 1
         node['max_port'] = max(node['max_port'], link.get('port') or 0)
     for guid, node in nodes.items():
@@ -95,23 +101,23 @@ def _nodes(links):
 
 def _peer(link, nodes, lids):
     """The peer's GUID, or None when the read does not print it (a CA left out by --switches-only)."""
-    guid = norm_guid(link.get('peer_guid'))
-    if guid is not None:
+    if link.get('peer_guid'):
+        guid = norm_guid(link.get('peer_guid'))
         return guid if guid in nodes else None
     return lids.get(link.get('peer_lid'))
 
 
 def switch_graph(links):
     """(switches {guid: name}, leaves set, adjacency {guid: set}) of one subnet's port lines; raises Refused."""
-    nodes, lids = _nodes(links)
+    keys = _line_keys(links)
+    nodes, lids = _nodes(links, keys)
     unassigned = set()
     switches = dict((guid, node['name']) for guid, node in nodes.items() if node['type'] == 'Switch')
     adjacency = dict((guid, set()) for guid in switches)
     leaves = set()
-    for link in links:
+    for link, (this, dummy) in zip(links, keys):
         if not _up(link):
             continue
-        this, dummy = _line_key(link)
         if not link.get('peer_guid') and (not link.get('peer_lid') or not link.get('node_lid')):
             unassigned.add(link.get('node_name') or this or '?')
             continue
