@@ -282,7 +282,7 @@ def opensm_roots(value, engines, flavour, instances, fabric=None, header=None):
 
     ``value`` opensm_root_guids, ``engines`` opensm_routing_engine, ``instances`` the plan's instances, ``fabric``
     fabric_info's result (one read per instance, links tagged with ``source``) when ``value`` is V(auto).
-    Returns ``{mode, why, instances: [{unit, guid, path, roots, reason, content, settings}]}``; ``content`` and
+    Returns ``{mode, why, instances: [{unit, guid, conf_path, path, roots, reason, content, settings}]}``; ``content`` and
     ``settings`` are None for an instance without roots (its files are left as they are)."""
     mode, why = roots_wanted(value, engines, flavour)
     by_source = {}
@@ -291,8 +291,8 @@ def opensm_roots(value, engines, flavour, instances, fabric=None, header=None):
     out = []
     for instance in instances or []:
         path = ROOT_FILE % instance['guid']
-        entry = {'unit': instance['unit'], 'guid': instance['guid'], 'path': path, 'roots': [], 'reason': None,
-                 'content': None, 'settings': None}
+        entry = {'unit': instance['unit'], 'guid': instance['guid'], 'conf_path': instance.get('conf_path'),
+                 'path': path, 'roots': [], 'reason': None, 'content': None, 'settings': None}
         names = {}
         if mode == 'given':
             entry['roots'] = sorted(set(norm_guid(guid) for guid in value))
