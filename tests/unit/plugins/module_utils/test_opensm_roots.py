@@ -324,3 +324,12 @@ def test_the_role_step_per_instance():
     assert given['mode'] == 'given' and given['instances'][0]['content'] == '0xfc6a1c0300000009\n'
     off = step([], ['ftree'], 'upstream', [instance])
     assert off['mode'] == 'off' and off['instances'][0]['settings'] is None
+
+
+def test_the_settings_render_root_guid_file_into_opensm_conf():
+    from ansible_collections.aicluster.infra.plugins.module_utils.opensm_conf import render_opensm_conf
+    path = '/etc/opensm/aicluster/root_guids-0x946dae0300000002.conf'
+    defaults = own_fixture('opensm_conf/mlnx-opensm-create-config-excerpt-handmade.conf')
+    text = render_opensm_conf(defaults, {'routing_engine': ['updn'], 'root_guid_file': path}, 'nvidia')
+    assert 'root_guid_file %s' % path in text.splitlines()
+    assert 'root_guid_file (null)' not in render_opensm_conf(defaults, {'root_guid_file': path}, 'nvidia')
