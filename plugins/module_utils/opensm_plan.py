@@ -12,7 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.aicluster.infra.plugins.module_utils import ib_partitions, opensm_conf
+from ansible_collections.aicluster.infra.plugins.module_utils import ib_partitions, opensm_conf, opensm_roots
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.fabric import norm_guid
 
 PRIMARY, STANDBY = 15, 14
@@ -73,9 +73,13 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
     """This host's SM instances, or the problems that stop the role before it changes anything.
 
     ``settings``: the role's variables without their ``opensm_`` prefix (ports, subnet, sm_priority,
-    allow_on_compute, provider, partitions, settle_timeout, conf: the other owned opensm.conf settings). Returns
-    ``{problems, instances}``; each instance ``{guid, subnet, priority, unit, conf_path, settings}`` where
-    ``settings`` is what opensm_config writes (owned keys only; None keeps the build's default)."""
+    allow_on_compute, provider, partitions, settle_timeout, root_guids, conf: the other owned opensm.conf settings)
+    and ``root_files``, the root files (opensm_roots.ROOT_FILE) that exist with content on the host. Returns
+    ``{problems, instances, roots}`` (``roots``: auto, given or off, opensm_roots.roots_wanted()); each instance
+    ``{guid, subnet, priority, unit, conf_path, read, settings}`` (``read``: the fabric_info read of its port) where
+    ``settings`` is what opensm_config writes (owned keys only; None keeps the build's default). ``root_guid_file``
+    points to the instance's root file when root GUIDs are on and the file is there (roots.yml writes it after the
+    SM's first sweep, docs/fabric.md "Root GUIDs"); otherwise it is the build's default."""
     problems = []
     provider = settings.get('provider') or 'host'
     if provider not in PROVIDERS:
@@ -101,6 +105,11 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
     conf = dict(settings.get('conf') or {})
     problems.extend(opensm_conf.opensm_conf_problems(dict((key, value) for key, value in conf.items()
                                                           if key not in ('guid', 'sm_priority'))))
+    root_guids = settings.get('root_guids', opensm_roots.AUTO)
+    problems.extend(opensm_roots.root_guids_problems(root_guids))
+    roots_mode = 'off' if problems else opensm_roots.roots_wanted(
+        root_guids, conf.get('routing_engine') or [], settings.get('flavour'))[0]
+    root_files = set(settings.get('root_files') or [])
     rates = dict((guid, port.get('rate_gbps')) for guid, (dummy, port) in known.items() if port.get('rate_gbps'))
     problems.extend(ib_partitions.partitions_problems(settings.get('partitions') or [], rates or None))
     instances = []
@@ -111,9 +120,14 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
             'log_file': conf.get('log_file') or '/var/log/opensm-%s.log' % guid,
             'partition_config_file': conf.get('partition_config_file') or '%s/partitions.conf' % CONF_DIR,
         })
+        if roots_mode != 'off' and opensm_roots.ROOT_FILE % guid in root_files:
+            instance['root_guid_file'] = opensm_roots.ROOT_FILE % guid
+        hca, port = known.get(guid, ({}, {}))
         instances.append({'guid': guid, 'subnet': subnet, 'priority': priority, 'unit': UNIT % guid,
-                          'conf_path': '%s/opensm-%s.conf' % (CONF_DIR, guid), 'settings': instance})
-    return {'problems': problems, 'instances': instances}
+                          'conf_path': '%s/opensm-%s.conf' % (CONF_DIR, guid),
+                          'read': {'ca': hca.get('name'), 'port': port.get('port') or 1, 'guid': guid},
+                          'settings': instance})
+    return {'problems': problems, 'instances': instances, 'roots': roots_mode}
 
 
 def opensm_fleet_problems(plans):
