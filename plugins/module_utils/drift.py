@@ -153,6 +153,9 @@ def change_record(host, task, action, args, result, role='', play='', handler=Fa
     hidden = 'censored' in result
     subject = subject_of(kind, args, {} if hidden else result)
     diff = '' if hidden else unified_diff(result.get('diff'))
+    if not diff and not hidden and short_action(action) == 'debug' and isinstance(result.get('msg'), str):
+        # a role that reports a live difference with a changed debug (ipoib: an address removed by hand) says what
+        diff = ''.join('# %s\n' % line for line in result['msg'].splitlines())
     secret = hidden or (kind == 'file' and is_secret_path(subject))
     if secret:
         diff = ''

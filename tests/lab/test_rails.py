@@ -38,6 +38,11 @@ def rails(host):
     return out
 
 
+def _printed(output, what):
+    """The path aicluster run prints on its ``report: PATH`` / ``results: PATH`` line."""
+    return [line.split(': ', 1)[1] for line in output.splitlines() if line.startswith(what + ': ')][-1]
+
+
 def wait_addressed(host, timeout=60):
     deadline = time.time() + timeout
     while True:
@@ -76,7 +81,8 @@ def test_a_removed_address_is_drift_and_a_plain_run_puts_it_back(addressed_lab):
     drift = aicluster(sys.executable, WORK, 'drift', '--tags', 'ipoib')
     assert drift.returncode == 0, drift.stdout[-4000:]
     assert 'drift: 1 hosts drifted of 4' in drift.stdout.splitlines(), drift.stdout[-4000:]
-    assert 'ibp24s0 has no IPv4 address, the plan %s' % address in drift.stdout, drift.stdout[-4000:]
+    with open(_printed(drift.stdout, 'report'), encoding='utf-8') as handle:
+        assert 'ibp24s0 has no IPv4 address, the plan %s' % address in handle.read()
     assert rails('gpu02')['ibp24s0'][0] is None  # the check run changed nothing
 
     fixed = aicluster(sys.executable, WORK, 'fabric', '--tags', 'ipoib')
@@ -95,8 +101,13 @@ def test_rails_as_installed_fail_verify_until_the_fabric_stage_ran(addressed_lab
         assert set(rails(host).values()) == {(None, 2044)}, host
     failed = aicluster(sys.executable, WORK, 'verify', '--tags', 'verify_ib,verify_gate')
     assert failed.returncode != 0, failed.stdout[-4000:]
-    assert 'verdict: FAIL (3 of 3 nodes failed)' in failed.stdout, failed.stdout[-4000:]
-    assert 'net.mtu' in failed.stdout and '2044' in failed.stdout, failed.stdout[-4000:]
+    assert 'verdict: FAIL (3 of 3 nodes failed: gpu01, gpu02, gpu03)' in failed.stdout.splitlines(), failed.stdout[-4000:]
+    with open(_printed(failed.stdout, 'results'), encoding='utf-8') as handle:
+        nodes = json.load(handle)['nodes']
+    for host in GPU_NODES:
+        bad = [r for r in nodes[host]['results'] if not r['passed']]
+        assert bad and all(r['check'] == 'net.mtu' and r['measured'] == 2044 for r in bad), (host, bad)
+        assert 'has MTU 2044, expected at least 4092' in bad[0]['message'] and 'no IPv4 address' in bad[0]['message']
 
     fabric = aicluster(sys.executable, WORK, 'fabric', '--tags', 'ipoib')
     assert fabric.returncode == 0, fabric.stdout[-4000:]

@@ -104,6 +104,8 @@ def rails(ib_info, links, expected):
             rail.update(mtu=iface['mtu'], mode=iface['mode'], address=iface['ipv4'])
             if not iface['ipv4']:
                 rail['skip'] = '%s has no IPv4 address' % rail['netdev']
+                # the fabric stage addresses every IPoIB rail (ipoib_subnets): a rail without one is a failure
+                rail['missing_address'] = bool(expected.get('ipoib_required')) and link_layer == 'InfiniBand'
         out.append(rail)
     return out
 
@@ -189,12 +191,20 @@ def _ping_said(ping):
 def evaluate_rail(rail, ping):
     """net.mtu for one rail (with its peer from ``plan``) and its registered ping (None: not run)."""
     mtu, subject = rail['expected_mtu'], _subject(rail)
-    if rail['skip']:
-        return _skipped('net.mtu', subject, mtu, rail['skip'])
+    # the interface's own MTU is judged whenever it was read, with or without an address (a node as installed: IPoIB
+    # at 2044 and no address fails on both counts)
     if rail['mtu'] is not None and rail['mtu'] < mtu:
         return new_result('net.mtu', subject, rail['mtu'], mtu, False,
                           '%s (%s, rail %d) has MTU %d, expected at least %d; set MTU %d on it (and on every switch port '
-                          'of the rail)' % (rail['netdev'], _what(rail), rail['rail'], rail['mtu'], mtu, mtu), unit='bytes')
+                          'of the rail)%s' % (rail['netdev'], _what(rail), rail['rail'], rail['mtu'], mtu, mtu,
+                                              '; it has no IPv4 address either (the fabric stage, role ipoib, sets both)'
+                                              if rail.get('missing_address') else ''), unit='bytes')
+    if rail.get('missing_address'):
+        return new_result('net.mtu', subject, None, mtu, False,
+                          '%s (%s, rail %d) has no IPv4 address, and ipoib_subnets says every IPoIB rail has one; run the '
+                          'fabric stage (role ipoib)' % (rail['netdev'], _what(rail), rail['rail']), unit='bytes')
+    if rail['skip']:
+        return _skipped('net.mtu', subject, mtu, rail['skip'])
     command = 'ping -M do -s %d -I %s %s (%s %s)' % (
         rail['size'], rail['netdev'], rail['peer_address'], rail['peer'], rail['peer_netdev'])
     if ping is None:

@@ -42,6 +42,14 @@ def test_an_unchanged_result_is_no_drift():
     assert change_record('gpu01', 't', 'copy', {}, {'changed': False, 'diff': SLURM_CONF_DIFF}) is None
 
 
+def test_a_live_difference_a_role_reports_with_a_changed_debug_says_what_differs():
+    msg = 'ipoib on gpu02: ibp24s0 has no IPv4 address, the plan 10.110.0.2'
+    record = change_record('gpu02', 'Apply the configuration again where the live interfaces differ from the plan',
+                           'ansible.builtin.debug', {'msg': msg}, {'changed': True, 'msg': msg})
+    assert record['diff'] == '# %s\n' % msg and record['kind'] == 'setting'
+    assert change_record('gpu02', 't', 'ansible.builtin.debug', {}, {'changed': True, 'censored': 'x'})['diff'] == ''
+
+
 def test_a_stopped_service_says_what_is_wanted():
     record = change_record('gpu03', 'Start munge at boot and now', 'ansible.builtin.systemd_service',
                            {'name': 'munge', 'state': 'started', 'enabled': True}, {'changed': True, 'name': 'munge'})

@@ -128,6 +128,28 @@ def test_rail_without_ipv4_is_skipped_with_its_reason():
     assert 'not checked' in towards['message']
 
 
+def test_an_ipoib_rail_without_an_address_fails_where_the_fabric_stage_addresses_them():
+    expected = dict(IB, ipoib_required=True)
+    observations = ring(['gpu01', 'gpu02'])
+    observations['gpu02']['links'] = links(2, addressed=(True, False))
+    own = _by(net.decide_net(pinged(observations, expected), expected)['gpu02'], 'net.mtu')['mlx5_3:1 ibp64s0']
+    assert not own['passed'] and own['message'] == ('ibp64s0 (IPoIB datagram, rail 1) has no IPv4 address, and ipoib_subnets '
+                                                    'says every IPoIB rail has one; run the fabric stage (role ipoib)')
+
+
+def test_a_rail_as_installed_fails_on_its_mtu_with_or_without_an_address():
+    # a fresh node: IPoIB at 2044, no address; the MTU is judged, not skipped for the missing address
+    for expected, tail in ((IB, ''), (dict(IB, ipoib_required=True),
+                                      '; it has no IPv4 address either (the fabric stage, role ipoib, sets both)')):
+        observations = ring(['gpu01', 'gpu02'])
+        observations['gpu01']['links'] = links(1, mtu=2044, addressed=(False, False))
+        results = _by(net.decide_net(pinged(observations, expected), expected)['gpu01'], 'net.mtu')
+        bad = results['mlx5_0:1 ibp24s0']
+        assert not bad['passed'] and bad['measured'] == 2044
+        assert bad['message'] == ('ibp24s0 (IPoIB datagram, rail 0) has MTU 2044, expected at least 4092; set MTU 4092 on it '
+                                  '(and on every switch port of the rail)' + tail)
+
+
 def test_missing_netdev_single_node_and_unread_interfaces_are_skipped():
     observations = ring(['gpu01'])
     results = net.decide_net(pinged(observations, IB), IB)['gpu01']
