@@ -179,8 +179,11 @@ def sm_log_findings(parsed, engines=None, recent=None):
     ``engines``: opensm_routing_engine, the configured engines in order (empty: the build's default, not checked).
     ``recent``: the parsed part written since the role changed something (a reload or restart), or ``last_sweep``;
     None: ``parsed`` whole. Returns ``{'settled', 'state', 'routing_engine', 'problems'}``: settled when the SM is
-    STANDBY, or MASTER with a ``SUBNET UP`` in ``recent`` (a heavy sweep done since: routing configured on every
-    switch). Problems, one line each: a ``partitions.conf`` line OpenSM could not parse in ``recent`` (it then
+    STANDBY, or MASTER with a ``SUBNET UP`` since it started (its first sweep as master done: routing configured on
+    every switch). Only that first ``SUBNET UP`` is sure to be in the file: OpenSM writes it at SYS level and later
+    ones at INFO, which stays in stdio's buffer until an ERROR or SYS line flushes it (libopensm/osm_log.c,
+    ``force_log_flush`` off by default), so a reload is not waited for. Problems, one line each: a
+    ``partitions.conf`` line OpenSM could not parse in ``recent`` (an ERROR line, flushed at once; it then
     serves what it could parse, the default partition at least: osm_prtn_config.c); a master routing with another
     engine than the first configured one (ftree falls back to minhop when the topology is not a pure fat tree or
     after a link failure, and says so only in its log: osm_ucast_ftree.c, osm_ucast_mgr.c); no engine able to route.
@@ -202,5 +205,5 @@ def sm_log_findings(parsed, engines=None, recent=None):
     if any(failure['message'].lower().startswith('no routing engine') for failure in failures):
         problems.append('no routing engine could configure the switches (%s)'
                         % [failure['message'] for failure in failures][-1])
-    settled = state == 'STANDBY' or (state == 'MASTER' and (recent.get('subnet_up') or 0) > 0)
+    settled = state == 'STANDBY' or (state == 'MASTER' and (parsed.get('subnet_up') or 0) > 0)
     return {'settled': settled, 'state': state, 'routing_engine': engine, 'problems': problems}

@@ -47,9 +47,12 @@ options:
     default: false
   since_bytes:
     description:
-      - The log's size before the caller reloaded or restarted the SM. The SM counts as settled only after a
-        C(SUBNET UP) written since, and only C(partitions.conf) errors written since count. V(0) - the last
-        completed heavy sweep and what follows it (OpenSM parses C(partitions.conf) again in every heavy sweep).
+      - The log's size before the caller reloaded or restarted the SM. Only C(partitions.conf) errors written since
+        count. V(0) - those of the last completed heavy sweep and what follows it (OpenSM parses C(partitions.conf)
+        again in every heavy sweep).
+      - Settled is judged on the SM's run since it started (a restart starts a new run). OpenSM writes only its
+        first C(SUBNET UP) as master at once; later ones stay in its log buffer (C(force_log_flush) off), so a
+        reload cannot be waited for.
     type: int
     default: 0
   tail_bytes:
@@ -114,8 +117,8 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
-from ansible_collections.aicluster.infra.plugins.module_utils.opensm_log import (current_run, last_sweep, parse_opensm_log,
-                                                                                sm_log_findings)
+from ansible_collections.aicluster.infra.plugins.module_utils.opensm_log import (
+    current_run, last_sweep, parse_opensm_log, sm_log_findings)
 
 
 def _tail(path, size, since):
@@ -148,11 +151,13 @@ def main():
                                               tail_bytes=dict(type='int', default=4 * 1024 * 1024)),
                            supports_check_mode=True)
     path = module.params['path']
-    empty = dict(changed=False, exists=False, settled=False, state=None, routing_engine=None, version=None,
-                 subnet_up=0, problems=[])
-    unsettled = ['%s: no log: the SM has not started, or logs elsewhere' % path] if module.params['require_settled'] else []
+    required = module.params['require_settled']
+
+    def unsettled(exists, why):
+        return {'changed': False, 'exists': exists, 'settled': False, 'state': None, 'routing_engine': None,
+                'version': None, 'subnet_up': 0, 'problems': ['%s: %s' % (path, why)] if required else []}
     if not os.path.exists(path):
-        module.exit_json(**dict(empty, problems=unsettled))
+        module.exit_json(**unsettled(False, 'no log: the SM has not started, or logs elsewhere'))
     try:
         tail, recent = _tail(path, max(4096, module.params['tail_bytes']), module.params['since_bytes'])
     except (IOError, OSError) as exc:
@@ -160,7 +165,7 @@ def main():
     text = current_run(tail)
     parsed = _parse(text)
     if parsed is None:
-        module.exit_json(**dict(empty, exists=True, problems=unsettled))  # nothing logged yet: not settled
+        module.exit_json(**unsettled(True, 'no OpenSM log line yet: the SM has not started'))
     recent = _parse(recent if recent is not None else last_sweep(text)) or {}
     found = sm_log_findings(parsed, module.params['engines'], recent)
     if module.params['require_settled'] and not found['settled']:

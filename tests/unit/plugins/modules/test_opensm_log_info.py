@@ -53,24 +53,38 @@ def test_fallback_and_partition_errors_are_problems(run_module, tmp_path):
                for p in result['problems'])
 
 
-def test_a_reload_counts_only_what_was_written_since(run_module, tmp_path):
-    # a broken partitions.conf logged in the last sweep, then fixed and reloaded: the next sweep has no error
+def test_a_reload_counts_only_the_partition_errors_written_since(run_module, tmp_path):
+    # a broken partitions.conf logged in the last sweep, then fixed and reloaded (SIGHUP): later SUBNET UPs are INFO
+    # lines in OpenSM's buffer, so the SM counts as settled on its run, and only errors written since the mark count
     broken = line(50, 'parse_part_conf: PARSE ERROR: line 3: bad partition definition') + line(60, 'SUBNET UP')
     path = tmp_path / 'opensm.log'
     path.write_text(MASTER + broken)
     args = {'path': str(path), 'require_settled': True, 'since_bytes': path.stat().st_size}
-    waiting, _calls = run_module(opensm_log_info, args, {})
-    assert waiting['settled'] is False and waiting['problems'][0].startswith('not settled: its last state is MASTER')
+    reloaded, _calls = run_module(opensm_log_info, args, {})
+    assert reloaded['settled'] is True and reloaded['problems'] == []
+    # an error written after the mark counts (ERROR lines are flushed at once)
     with open(str(path), 'a') as handle:
-        handle.write(line(70, 'osm_ucast_mgr_process: ftree tables configured on all switches') + line(80, 'SUBNET UP'))
-    done, _calls = run_module(opensm_log_info, args, {})
-    assert done['settled'] is True and done['problems'] == []
-    # without since_bytes the last completed sweep is read: the error is in it
-    last, _calls = run_module(opensm_log_info, {'path': str(path)}, {})
-    assert last['problems'] == []
+        handle.write(line(70, 'parse_part_conf: PARSE ERROR: line 9: bad partition definition'))
+    again, _calls = run_module(opensm_log_info, args, {})
+    assert [p[:31] for p in again['problems']] == ['partitions.conf line 9: OpenSM ']
+    # without since_bytes the last completed sweep is read: the error of line 3 is in it
     path.write_text(MASTER + broken)
     last, _calls = run_module(opensm_log_info, {'path': str(path)}, {})
     assert last['problems'] and 'line 3' in last['problems'][0]
+    with open(str(path), 'a') as handle:
+        handle.write(line(70, 'osm_ucast_mgr_process: ftree tables configured on all switches') + line(80, 'SUBNET UP'))
+    assert run_module(opensm_log_info, {'path': str(path)}, {})[0]['problems'] == []
+
+
+def test_a_restarted_master_is_settled_only_after_its_first_subnet_up(run_module, tmp_path):
+    path = tmp_path / 'opensm.log'
+    path.write_text(MASTER + HEAD + line(90, 'Entering MASTER state'))
+    args = {'path': str(path), 'require_settled': True}
+    waiting, _calls = run_module(opensm_log_info, args, {})
+    assert waiting['settled'] is False and waiting['problems'][0].startswith('not settled: its last state is MASTER')
+    with open(str(path), 'a') as handle:
+        handle.write(line(95, 'SUBNET UP'))
+    assert run_module(opensm_log_info, args, {})[0]['settled'] is True
 
 
 def test_a_standby_is_settled_and_an_empty_log_is_not(run_module, tmp_path):
