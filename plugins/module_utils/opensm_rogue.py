@@ -174,8 +174,8 @@ def rogue_summary(plans, check_mode=False):
             len(rogue), len(checked), '; '.join('%s (%s)' % (host, ', '.join(plans[host]['found'])) for host in rogue)))
         if stopping:
             parts.append('%s on %s (opensm_stop_rogue: true): running units and processes stopped, units masked '
-                         '(aicluster-opensm@ units disabled)' % ('Would stop' if check_mode else 'Stopped',
-                                                                ', '.join(stopping)))
+                         '(aicluster-opensm@ units disabled)'
+                         % ('Would stop' if check_mode else 'Stopped', ', '.join(stopping)))
         if len(stopping) < len(rogue):
             parts.append('Reported only on %s: set opensm_stop_rogue: true to stop them, or opensm_allow_on_compute: '
                          'true on a node that runs an SM on purpose' % ', '.join(host for host in rogue if host not in stopping))

@@ -245,7 +245,7 @@ def roots_wanted(value, engines, flavour='upstream'):
     if isinstance(value, list):
         return ('given', 'opensm_root_guids lists %d switch(es)' % len(value)) if value else (
             'off', 'opensm_root_guids is [] (no root file)')
-    names = [name for name in (engines or [DEFAULT_ENGINE.get(flavour or 'upstream', 'minhop')])]
+    names = list(engines or [DEFAULT_ENGINE.get(flavour or 'upstream', 'minhop')])
     reading = [name for name in names if name in ROOT_READING_ENGINES]
     if reading:
         return 'auto', 'routing engine %s reads root_guid_file' % reading[0]

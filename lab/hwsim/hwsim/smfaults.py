@@ -217,4 +217,3 @@ def clear(ctx, fault):
         _check(['ip', 'link', 'set', 'dev', undo['netdev'], 'mtu', str(undo['mtu'])], 'clear ipoib-mtu')
         lines.append('%s mtu %d\n' % (undo['netdev'], undo['mtu']))
     return lines
-

@@ -122,7 +122,7 @@ def test_parse_the_read():
 
 @pytest.mark.parametrize('text, error', [
     ('', 'the read has no show section'),
-    (ENABLED_ONLY.split('## unit-files rc=0')[0], 'the unit-files read did not finish'),
+    (ENABLED_ONLY.split('## unit-files rc=0', maxsplit=1)[0], 'the unit-files read did not finish'),
     (ENABLED_ONLY.replace('## show rc=0', '## show rc=1'), 'systemctl show failed (rc 1)'),
     (ENABLED_ONLY.replace('## processes rc=1', '## processes rc=2'), 'pgrep failed (rc 2)'),
 ], ids=['empty', 'cut-short', 'no-systemd', 'pgrep-error'])
