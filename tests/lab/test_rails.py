@@ -24,7 +24,8 @@ def on_host(host, command):
                           'ansible.builtin.shell', '-a', command], cwd=REPO, env=lab_env(sys.executable), text=True,
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
     assert run.returncode == 0, run.stdout
-    return run.stdout.split('\n', 1)[1] if '\n' in run.stdout else ''
+    # ansible prints `HOST | CHANGED | rc=0 >>` then the output; warnings (a deprecation) may come before it
+    return run.stdout.split(' >>\n', 1)[1] if ' >>\n' in run.stdout else ''
 
 
 def rails(host):

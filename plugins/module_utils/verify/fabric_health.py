@@ -256,7 +256,7 @@ def decide_fabric_partition(observations, expected):
     if reason:
         return {'nodes': _skip_nodes(PARTITION, nodes, reason), 'summary': {'not_checked': reason}}
     port = int(expected.get('port') or 1)
-    partitions = expected.get('partitions')
+    partitions = _partitions(expected)
     reads, wanted_ports, port_pkeys, out = {}, {}, {}, {}
     guids = {}
     for node in nodes:
@@ -342,6 +342,13 @@ def decide_fabric_switch_errors(reads, expected):
 PROVIDERS = ('opensm', 'switch', 'ufm')
 
 
+def _partitions(settings):
+    """verify_ib_partitions, None when not given: its default ``opensm_partitions | default(none)`` renders as ''
+    on ansible-core before 2.19 (none in a templated string)."""
+    partitions = settings.get('partitions')
+    return None if partitions == '' else partitions
+
+
 def fabric_problems(settings):
     """One line per bad fabric-health variable of verify_ib, naming it; [] when all is well. ``settings``:
     ``sm_provider``, ``sm_guids``, ``sm_priority``, ``sm_sweep_s``, ``partitions`` (the verify_ib_* values)."""
@@ -357,7 +364,7 @@ def fabric_problems(settings):
     sweep = settings.get('sm_sweep_s')
     if not (str(sweep).isdigit() and int(str(sweep)) <= 3600):
         problems.append('verify_ib_sm_sweep_s must be an integer 0-3600 seconds (got %r)' % (sweep,))
-    partitions = settings.get('partitions')
+    partitions = _partitions(settings)
     if partitions is not None:
         problems.extend(problem.replace('opensm_partitions', 'verify_ib_partitions', 1)
                         for problem in ib_partitions.partitions_problems(partitions, require_default=False))
