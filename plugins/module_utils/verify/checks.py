@@ -182,8 +182,10 @@ _RECORDS = (
     Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do)', 'higher', 'bytes',
           'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them',
           measures=('per GPU-fabric rail (the RoCE netdev or IPoIB interface of each HCA): its MTU (`ip -j -d addr`), then '
-                    '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail without IPv4 '
-                    'is skipped with the reason; the management address is not tested'),
+                    '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail\'s own MTU '
+                    'below the threshold fails with or without an address; an IPoIB rail without IPv4 fails where the '
+                    'fabric stage addresses the rails (`verify_ib_ipoib_required`), else it is skipped with the reason; '
+                    'the management address is not tested'),
           default='RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`)',
           source=('28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); RoCE 9000 end to end (NVIDIA RoCE deployment '
                   'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520 (Linux '
