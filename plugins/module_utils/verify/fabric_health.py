@@ -343,10 +343,11 @@ PROVIDERS = ('opensm', 'switch', 'ufm')
 
 
 def _partitions(settings):
-    """verify_ib_partitions, None when not given: its default ``opensm_partitions | default(none)`` renders as ''
-    on ansible-core before 2.19 (none in a templated string)."""
+    """verify_ib_partitions, None for the default partition: its default ``opensm_partitions | default([])`` is []
+    where the opensm role's variables are not in the play ([] is refused by the opensm role, so it cannot mean "no
+    partitions"); '' is what ``default(none)`` rendered on ansible-core before 2.19."""
     partitions = settings.get('partitions')
-    return None if partitions == '' else partitions
+    return None if partitions in ('', [], None) else partitions
 
 
 def fabric_problems(settings):

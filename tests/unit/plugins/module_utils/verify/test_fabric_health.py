@@ -296,7 +296,8 @@ def test_an_sm_host_that_is_also_a_gpu_node_is_not_rogue():
 def test_fabric_problems_name_the_variable():
     good = {'sm_provider': 'opensm', 'sm_guids': [PRIMARY], 'sm_priority': None, 'sm_sweep_s': 10, 'partitions': None}
     assert fh.fabric_problems(good) == []
-    # ansible-core before 2.19 renders the default `opensm_partitions | default(none)` as ''
+    # the default `opensm_partitions | default([])` outside the opensm role's plays; '' from default(none) before 2.19
+    assert fh.fabric_problems(dict(good, partitions=[])) == []
     assert fh.fabric_problems(dict(good, partitions='')) == []
     bad = fh.fabric_problems({'sm_provider': 'nvlsm', 'sm_guids': ['zz'], 'sm_priority': 16, 'sm_sweep_s': -1,
                               'partitions': [{'name': 'x', 'pkey': '0x8001', 'members': []}]})
