@@ -192,11 +192,12 @@ def partitions_problems(partitions, port_rates=None, require_default=True):
     ``port_rates``: port GUID -> its rate in Gb/s (ibstat ``Rate``); a partition's ``rate`` above the slowest of its
     members' ports is refused (``ALL``/``ALL_CAS`` count every port given). ``require_default``: an entry named
     ``Default`` (P_Key 0x7fff) must be present, since without one OpenSM makes every port but its own a *limited*
-    member of the default partition (partition-config.txt), which silently breaks IPoIB on it.
+    member of the default partition (partition-config.txt), which silently breaks IPoIB on it; without it an empty
+    list is allowed (UFM's partitions.conf.user_ext may add nothing).
     """
-    if not isinstance(partitions, list) or not partitions:
-        return ['%s must be a non-empty list of partitions ({name, pkey, ipoib, mtu, rate, members}), got %r'
-                % (VAR, partitions)]
+    if not isinstance(partitions, list) or (require_default and not partitions):
+        return ['%s must be a %slist of partitions ({name, pkey, ipoib, mtu, rate, members}), got %r'
+                % (VAR, 'non-empty ' if require_default else '', partitions)]
     rates, problems, names, pkeys = {}, [], {}, {}
     for guid, rate in (port_rates or {}).items():
         try:
@@ -270,12 +271,12 @@ def _header(part):
     return ','.join(words) + ':'
 
 
-def render_partitions_conf(partitions, header=None):
+def render_partitions_conf(partitions, header=None, require_default=True):
     """``opensm_partitions`` -> partitions.conf text. Every member is written with its membership (no
     ``defmember``), 8 to a line; flags as IBTA codes. ``header``: comment lines put first (each gets ``# ``).
     ValueError listing the problems when the variable has any (partitions_problems())."""
     lines = ['# %s' % line if line else '#' for line in (header or [])]
-    for part in normalize_partitions(partitions):
+    for part in normalize_partitions(partitions, require_default=require_default):
         lines.append(_header(part))
         members = ['%s=%s' % (m['guid'], m['membership']) for m in part['members']]
         if not members:
@@ -284,6 +285,35 @@ def render_partitions_conf(partitions, header=None):
             last = start + MEMBERS_PER_LINE >= len(members)
             lines.append('  ' + ', '.join(members[start:start + MEMBERS_PER_LINE]) + (';' if last else ','))
     return '\n'.join(lines) + '\n'
+
+
+# ------------------------------------------------------------------------------- UFM's partitions.conf.user_ext
+
+def is_default_partition(item):
+    """An ``opensm_partitions`` entry whose P_Key is 0x7fff (the default partition)."""
+    try:
+        return isinstance(item, dict) and pkey_number(item.get('pkey')) == DEFAULT_PKEY
+    except ValueError:
+        return False
+
+
+def user_ext_partitions(partitions):
+    """The entries of ``opensm_partitions`` that go into UFM's partitions.conf.user_ext: all but the default
+    partition (P_Key 0x7fff), which UFM defines in the partitions.conf it generates (its management key, read-only
+    in UFM; docs/fabric.md "Switch and UFM subnet managers")."""
+    return [item for item in (partitions if isinstance(partitions, list) else []) if not is_default_partition(item)]
+
+
+def render_user_ext(partitions, header=None):
+    """UFM's partitions.conf.user_ext text: OpenSM's grammar, as render_partitions_conf(), without a default
+    partition (an entry with P_Key 0x7fff is refused: UFM owns it) and possibly with no partition at all (the file
+    then holds the header only). ValueError listing the problems."""
+    problems = ['%s[%d].pkey: 0x7fff is the default partition, which UFM defines itself (its management key); leave '
+                'it out of partitions.conf.user_ext' % (VAR, index)
+                for index, item in enumerate(partitions if isinstance(partitions, list) else []) if is_default_partition(item)]
+    if problems:
+        raise ValueError('\n'.join(problems))
+    return render_partitions_conf(partitions, header=header, require_default=False)
 
 
 # ---------------------------------------------------------------------------------------------------- parsing

@@ -6,6 +6,10 @@ to its port GUID), their settings, and the variable checks made before anything 
 
 ``opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes)`` is called once per SM host; ``opensm_fleet_problems``
 once per play over every SM host's plan (sm_problems: priorities and GUIDs across hosts of one subnet).
+
+``opensm_provider`` (PROVIDERS) says who runs the SM: ``host`` (OpenSM on the hosts of ib_subnet_manager), ``switch``
+(a managed switch's SM: nothing is installed or written on the hosts) or ``ufm`` (UFM's SM: on the UFM servers of
+ib_subnet_manager only UFM's partitions.conf.user_ext is written, then UFM's sync script merges it; docs/fabric.md).
 """
 
 from __future__ import absolute_import, division, print_function
@@ -18,7 +22,10 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.fabric impo
 PRIMARY, STANDBY = 15, 14
 CONF_DIR = '/etc/opensm/aicluster'
 UNIT = 'aicluster-opensm@%s.service'
-PROVIDERS = ('host',)
+PROVIDERS = ('host', 'switch', 'ufm')
+PARTITIONS_PATH = '%s/partitions.conf' % CONF_DIR
+UFM_PARTITIONS_PATH = '/opt/ufm/files/conf/partitions.conf.user_ext'
+UFM_SYNC_COMMAND = ['/opt/ufm/scripts/sync_partitions_conf.sh']
 
 
 def _ib_ports(ib_info):
@@ -69,22 +76,74 @@ def _priority(settings, host, sm_hosts, problems):
     return given
 
 
+def _external_plan(provider, settings, ib_info, host, gpu_nodes):
+    """The plan of a host of ib_subnet_manager when a switch or UFM runs the SM: no instance; for ``ufm`` the user
+    partitions file; the notes said once (why nothing else is done)."""
+    problems = []
+    partitions = settings.get('partitions') or []
+    rates = dict((norm_guid(port['port_guid']), port.get('rate_gbps')) for dummy, port in _ib_ports(ib_info)
+                 if port.get('rate_gbps'))
+    problems.extend(ib_partitions.partitions_problems(partitions, rates or None, require_default=False))
+    if isinstance(partitions, list) and not any(ib_partitions.is_default_partition(item) for item in partitions):
+        problems.append('opensm_partitions: no entry named Default with P_Key 0x7fff; with opensm_provider: %s the '
+                        'role does not write it (the %s SM defines the default partition), but verify_ib\'s '
+                        'fabric.partition reads opensm_partitions: describe it as that SM has it, e.g. {name: Default, '
+                        'pkey: 0x7fff, members: [{guid: ALL, membership: full}]}'
+                        % (provider, {'switch': 'switch\'s', 'ufm': 'UFM\'s'}[provider]))
+    if provider == 'switch':
+        return {'problems': problems, 'instances': [], 'roots': 'off', 'provider': provider, 'partitions_file': None,
+                'notes': ['opensm_provider: switch - the subnet manager runs on a managed switch and its partitions are '
+                          'configured on the switch; the opensm role installs, writes and starts nothing on the hosts '
+                          'of ib_subnet_manager']}
+    if host in (gpu_nodes or []) and not settings.get('allow_on_compute'):
+        problems.append('opensm: %s is in gpu_nodes; with opensm_provider: ufm the hosts of ib_subnet_manager are the '
+                        'UFM servers. Move it out of ib_subnet_manager, or set opensm_allow_on_compute: true' % host)
+    path = settings.get('ufm_partitions_path') or UFM_PARTITIONS_PATH
+    if not isinstance(path, str) or not path.startswith('/') or path.endswith('/'):
+        problems.append('opensm_ufm_partitions_path: %r must be an absolute file path (UFM documents %s)'
+                        % (path, UFM_PARTITIONS_PATH))
+    elif not settings.get('ufm_dir_found'):
+        problems.append('opensm_ufm_partitions_path: %s is not a directory on %s: UFM is not installed there, or '
+                        'its files are elsewhere (set opensm_ufm_partitions_path); with opensm_provider: ufm the hosts '
+                        'of ib_subnet_manager are the UFM servers' % (path.rsplit('/', 1)[0] or '/', host))
+    command = settings.get('ufm_sync_command', UFM_SYNC_COMMAND)
+    if not isinstance(command, list) or not command or not all(isinstance(word, str) and word for word in command):
+        problems.append('opensm_ufm_sync_command: %r must be a non-empty list of words (argv), e.g. %r'
+                        % (command, UFM_SYNC_COMMAND))
+    kept = ib_partitions.user_ext_partitions(partitions)
+    notes = ['opensm_provider: ufm - UFM runs the subnet manager; on the hosts of ib_subnet_manager (the UFM servers) '
+             'the opensm role installs and starts nothing and writes only %s (%d partition%s), merged by %s when it '
+             'changes. The default partition (0x7fff) is UFM\'s own and is not written there'
+             % (path, len(kept), '' if len(kept) == 1 else 's',
+                ' '.join(command) if isinstance(command, list) else command)]
+    return {'problems': problems, 'instances': [], 'roots': 'off', 'provider': provider, 'notes': notes,
+            'partitions_file': {'kind': 'partitions.conf.user_ext', 'path': path, 'partitions': kept}}
+
+
 def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
     """This host's SM instances, or the problems that stop the role before it changes anything.
 
     ``settings``: the role's variables without their ``opensm_`` prefix (ports, subnet, sm_priority,
     allow_on_compute, provider, partitions, settle_timeout, root_guids, conf: the other owned opensm.conf settings)
     and ``root_files``, the root files (opensm_roots.ROOT_FILE) that exist with content on the host. Returns
-    ``{problems, instances, roots}`` (``roots``: auto, given or off, opensm_roots.roots_wanted()); each instance
+    ``{problems, instances, roots, provider, notes, partitions_file}`` (``roots``: auto, given or off,
+    opensm_roots.roots_wanted(); ``notes``: what to say once; ``partitions_file``: ``{kind, path, partitions}`` for
+    opensm_config, None with a switch SM); each instance
     ``{guid, subnet, priority, unit, conf_path, read, settings}`` (``read``: the fabric_info read of its port) where
     ``settings`` is what opensm_config writes (owned keys only; None keeps the build's default). ``root_guid_file``
     points to the instance's root file when root GUIDs are on and the file is there (roots.yml writes it after the
-    SM's first sweep, docs/fabric.md "Root GUIDs"); otherwise it is the build's default."""
+    SM's first sweep, docs/fabric.md "Root GUIDs"); otherwise it is the build's default.
+
+    With ``provider`` ``switch`` or ``ufm`` there is no instance and ib_info gives only the ports' rates;
+    ``ufm_partitions_path``, ``ufm_dir_found`` (its directory is on the host) and ``ufm_sync_command`` are read for
+    ``ufm``."""
     problems = []
     provider = settings.get('provider') or 'host'
     if provider not in PROVIDERS:
-        problems.append('opensm_provider: %r is not one of %s (a switch or UFM SM is not managed by this role yet)'
-                        % (provider, ', '.join(PROVIDERS)))
+        return {'problems': ['opensm_provider: %r is not one of %s' % (provider, ', '.join(PROVIDERS))],
+                'instances': [], 'roots': 'off', 'provider': provider, 'partitions_file': None, 'notes': []}
+    if provider != 'host':
+        return _external_plan(provider, settings, ib_info, host, gpu_nodes)
     if host in (gpu_nodes or []) and not settings.get('allow_on_compute'):
         problems.append('opensm: %s is in gpu_nodes; an SM on a compute node competes with its jobs and is lost with '
                         'it. Move it to an SM host, or set opensm_allow_on_compute: true' % host)
@@ -118,7 +177,7 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
         instance.update({
             'guid': guid, 'sm_priority': priority,
             'log_file': conf.get('log_file') or '/var/log/opensm-%s.log' % guid,
-            'partition_config_file': conf.get('partition_config_file') or '%s/partitions.conf' % CONF_DIR,
+            'partition_config_file': conf.get('partition_config_file') or PARTITIONS_PATH,
         })
         if roots_mode != 'off' and opensm_roots.ROOT_FILE % guid in root_files:
             instance['root_guid_file'] = opensm_roots.ROOT_FILE % guid
@@ -127,7 +186,9 @@ def opensm_plan(settings, ib_info, host, sm_hosts, gpu_nodes):
                           'conf_path': '%s/opensm-%s.conf' % (CONF_DIR, guid),
                           'read': {'ca': hca.get('name'), 'port': port.get('port') or 1, 'guid': guid},
                           'settings': instance})
-    return {'problems': problems, 'instances': instances, 'roots': roots_mode}
+    return {'problems': problems, 'instances': instances, 'roots': roots_mode, 'provider': provider, 'notes': [],
+            'partitions_file': {'kind': 'partitions.conf', 'path': PARTITIONS_PATH,
+                                'partitions': settings.get('partitions') or []}}
 
 
 def opensm_fleet_problems(plans):

@@ -19,6 +19,8 @@ description:
     (C(opensm -F new -c readback)) and must give every owned setting as rendered, or the old file stays.
   - V(partitions.conf) - rendered from O(partitions) (OpenSM's grammar, IBTA MTU and rate codes from bytes and Gb/s),
     parsed back and compared with O(partitions) before it replaces the old file.
+  - V(partitions.conf.user_ext) - UFM's user partitions file, rendered and checked as V(partitions.conf), but without
+    the default partition (P_Key 0x7fff is refused - UFM defines it itself) and possibly with no partition at all.
   - Written atomically (a temporary file in the same directory, then a rename), only when the bytes or the attributes
     differ. RV(changes) names what differs in the file in place, so a hand edit is named in a drift run.
   - The secrets (C(m_key), C(sm_key)) are in the file and nowhere else - masked in RV(changes) and in the diff.
@@ -36,7 +38,7 @@ options:
   kind:
     description: Which file.
     type: str
-    choices: [opensm.conf, partitions.conf]
+    choices: [opensm.conf, partitions.conf, partitions.conf.user_ext]
     required: true
   path:
     description: Where the file goes.
@@ -54,7 +56,8 @@ options:
     type: dict
     default: {}
   partitions:
-    description: For V(partitions.conf) - the partitions (docs/fabric.md, C(opensm_partitions)).
+    description:
+      - For V(partitions.conf) and V(partitions.conf.user_ext) - the partitions (docs/fabric.md, C(opensm_partitions)).
     type: list
     elements: dict
     default: []
@@ -98,6 +101,14 @@ EXAMPLES = r'''
     path: /etc/opensm/aicluster/partitions.conf
     partitions:
       - {name: Default, pkey: "0x7fff", ipoib: true, mtu: 4096, rate: 400, members: [{guid: ALL, membership: full}]}
+
+- name: Write UFM's user partitions (no default partition; UFM merges them into its own partitions.conf)
+  aicluster.infra.opensm_config:
+    kind: partitions.conf.user_ext
+    path: /opt/ufm/files/conf/partitions.conf.user_ext
+    mode: "0644"
+    partitions:
+      - {name: tenant-a, pkey: "0x0101", ipoib: true, mtu: 4096, members: [{guid: "0xa088c20300002001", membership: full}]}
 '''
 
 RETURN = r'''
@@ -183,22 +194,24 @@ def conf_changes(old, new):
 
 
 def render_partitions(module, params):
+    render = (ib_partitions.render_user_ext if params['kind'] == 'partitions.conf.user_ext'
+              else ib_partitions.render_partitions_conf)
     try:
-        text = ib_partitions.render_partitions_conf(params['partitions'], header=params['header'])
+        text = render(params['partitions'], header=params['header'])
     except ValueError as exc:
         problems = str(exc).splitlines()
         module.fail_json(msg='opensm_partitions: invalid, nothing written: ' + '; '.join(problems), problems=problems)
     back = ib_partitions.partitions_conf_diff(params['partitions'], text)
     if back:
-        module.fail_json(msg='the rendered partitions.conf does not parse back to opensm_partitions (%s); %s is left '
-                         'as it is' % ('; '.join(back), params['path']))
+        module.fail_json(msg='the rendered %s does not parse back to opensm_partitions (%s); %s is left as it is'
+                         % (params['kind'], '; '.join(back), params['path']))
     return text
 
 
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            kind=dict(type='str', required=True, choices=['opensm.conf', 'partitions.conf']),
+            kind=dict(type='str', required=True, choices=['opensm.conf', 'partitions.conf', 'partitions.conf.user_ext']),
             path=dict(type='path', required=True),
             settings=dict(type='dict', default={}),
             secrets=dict(type='dict', default={}, no_log=True),
@@ -220,7 +233,7 @@ def main():
             changes = conf_changes(old, new) if old != new else []
         else:
             new = render_partitions(module, params)
-            changes = [] if old == new else (['partitions.conf is absent'] if old is None
+            changes = [] if old == new else (['%s is absent' % params['kind']] if old is None
                                              else ib_partitions.partitions_conf_diff(params['partitions'], old))
     except ParseError as exc:
         module.fail_json(msg='%s: %s' % (params['kind'], exc))

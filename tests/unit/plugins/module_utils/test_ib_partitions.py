@@ -181,6 +181,33 @@ def test_diff_names_what_differs():
         "partition tenant-a (0x0001): the members are in another order (OpenSM keeps the last of a port's entries)"]
 
 
+# ------------------------------------------------------------------------------- UFM's partitions.conf.user_ext
+
+def test_user_ext_leaves_the_default_partition_to_ufm():
+    assert ibp.user_ext_partitions([_default(), _tenant()]) == [_tenant()]
+    assert ibp.user_ext_partitions([_default(pkey='0x7FFF'), _tenant(pkey='x')]) == [_tenant(pkey='x')]
+    assert ibp.user_ext_partitions([_default()]) == [] and ibp.user_ext_partitions(None) == []
+
+
+def test_user_ext_rendered_parsed_back_and_without_default():
+    text = ibp.render_user_ext([_tenant()], header=['managed'])
+    assert text.startswith('# managed\n') and '0x7fff' not in text
+    assert text.splitlines()[1] == 'tenant-a=0x0001,ipoib,mtu=5,rate=21,sl=0,scope=2:'
+    assert ibp.partitions_conf_diff([_tenant()], text) == []
+    # nothing of the site's own: a header only, which parses back to no partition
+    empty = ibp.render_user_ext([], header=['managed'])
+    assert empty == '# managed\n' and ibp.parse_partitions_conf(empty) == [] and ibp.partitions_conf_diff([], empty) == []
+
+
+def test_user_ext_refuses_the_default_partition_and_bad_items():
+    with pytest.raises(ValueError, match=r'opensm_partitions\[1\]\.pkey: 0x7fff is the default partition, which UFM defines'):
+        ibp.render_user_ext([_tenant(), _default()])
+    with pytest.raises(ValueError, match=r'opensm_partitions\[0\]\.pkey: 0x8001 is outside'):
+        ibp.render_user_ext([_tenant(pkey='0x8001')])
+    with pytest.raises(ValueError, match='opensm_partitions must be a list'):
+        ibp.render_user_ext('x')
+
+
 # ------------------------------------------------------------------------------------ OpenSM's own examples
 
 def test_opensm_examples_are_refused_naming_the_construct():

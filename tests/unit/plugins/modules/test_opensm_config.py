@@ -55,6 +55,22 @@ def test_partitions_hand_edit_named_and_check_mode_writes_nothing(run_module, tm
     assert '0xa088c20300002001=full' in result['diff']['after']
 
 
+def test_ufm_user_ext_written_once_then_unchanged_and_default_refused(run_module, tmp_path):
+    path = tmp_path / 'conf' / 'partitions.conf.user_ext'
+    args = {'kind': 'partitions.conf.user_ext', 'path': str(path), 'partitions': [TENANT], 'header': ['managed'],
+            'mode': '0644'}
+    check, _calls = run_module(opensm_config, dict(args, _ansible_check_mode=True), {})
+    assert check['changed'] is True and check['changes'] == ['partitions.conf.user_ext is absent'] and not path.exists()
+    result, calls = run_module(opensm_config, args, {})
+    assert result['changed'] is True and calls == []
+    assert path.read_text() == '# managed\ntenant1=0x0101,ipoib,mtu=5:\n  0xa088c20300002001=full;\n'
+    again, _calls = run_module(opensm_config, args, {})
+    assert again['changed'] is False and again['changes'] == []
+    refused, _calls = run_module(opensm_config, dict(args, partitions=[DEFAULT, TENANT]), {})
+    assert refused['failed'] is True and 'opensm_partitions[0].pkey: 0x7fff is the default partition' in refused['msg']
+    assert path.read_text().startswith('# managed\ntenant1=')
+
+
 def test_bad_partitions_refused_and_nothing_written(run_module, tmp_path):
     path = tmp_path / 'partitions.conf'
     bad = dict(TENANT, pkey='0x8001', mtu=4000)
