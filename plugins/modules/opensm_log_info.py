@@ -22,6 +22,12 @@ description:
     and no routing engine able to configure the switches.
   - RV(settled) says whether the SM has settled, STANDBY or MASTER after its first C(SUBNET UP); a caller waits for
     it with C(until).
+  - With O(flush_unit), the SM is first asked to flush its log. OpenSM writes its log through stdio and flushes it
+    only after an ERROR or SYS line (libopensm/osm_log.c; C(force_log_flush) off by default), and C(SUBNET UP) is
+    an INFO line in OpenSM 3.3.23 (C(0x02 -> SUBNET UP) in the lab) and in NVIDIA's OpenSM 5.21. On a quiet
+    fabric it stays in the buffer, so a settled master looks unsettled. C(SIGUSR1) makes OpenSM reopen its log
+    (opensm/main.c osm_manager_loop() -> osm_log_reopen_file() closes the file, which flushes it, and opens it
+    for append; what logrotate sends), and nothing else.
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
   - aicluster.infra.attributes
@@ -50,18 +56,29 @@ options:
       - The log's size before the caller reloaded or restarted the SM. Only C(partitions.conf) errors written since
         count. V(0) - those of the last completed heavy sweep and what follows it (OpenSM parses C(partitions.conf)
         again in every heavy sweep).
-      - Settled is judged on the SM's run since it started (a restart starts a new run). OpenSM writes only its
-        first C(SUBNET UP) as master at once; later ones stay in its log buffer (C(force_log_flush) off), so a
-        reload cannot be waited for.
+      - Settled is judged on the SM's run since it started (a restart starts a new run), so a reload cannot be
+        waited for.
     type: int
     default: 0
+  flush_unit:
+    description:
+      - The SM's systemd unit. Before the log is read, its main process gets C(SIGUSR1) (C(systemctl kill
+        --kill-whom=main --signal=SIGUSR1)), which flushes what OpenSM has buffered, and the read waits
+        O(flush_wait_ms) for it. A unit that does not run is not signalled (RV(flushed) false). Not sent in check mode.
+    type: str
+  flush_wait_ms:
+    description:
+      - How long to wait after C(SIGUSR1) before reading. OpenSM's main thread handles the signal when it wakes, at
+        once (the signal interrupts its sleep).
+    type: int
+    default: 500
   tail_bytes:
     description:
       - How much of the end of the file is read. An SM that started before it is read from where the tail starts.
     type: int
     default: 4194304
 notes:
-  - Only the log file is read; nothing is run.
+  - Only the log file is read; with O(flush_unit) the unit's main process is signalled (SIGUSR1), nothing else.
 seealso:
   - module: aicluster.infra.opensm_config
 '''
@@ -71,6 +88,7 @@ EXAMPLES = r'''
   aicluster.infra.opensm_log_info:
     path: /var/log/opensm-0x0002c90300a1b2c1.log
     engines: [ftree, minhop]
+    flush_unit: aicluster-opensm@0x0002c90300a1b2c1.service
   register: sm_log
   until: sm_log.settled
   retries: 12
@@ -105,6 +123,10 @@ subnet_up:
   description: How many C(SUBNET UP) lines since the SM started.
   returned: always
   type: int
+flushed:
+  description: Whether the SM was sent C(SIGUSR1) to flush its log before the read (O(flush_unit)).
+  returned: always
+  type: bool
 problems:
   description: One line per problem (above); empty when the SM is as configured.
   returned: always
@@ -113,6 +135,7 @@ problems:
 '''
 
 import os
+import time
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -136,6 +159,19 @@ def _tail(path, size, since):
     return (text.split('\n', 1)[1] if end > size and '\n' in text else text), recent  # drop a cut first line
 
 
+def _flush(module, unit):
+    """SIGUSR1 to the unit's main process: OpenSM closes (flushing) and reopens its log. False when it did not run."""
+    systemctl = module.get_bin_path('systemctl') if unit and not module.check_mode else None
+    if not systemctl:
+        return False
+    rc, dummy, dummy = module.run_command([systemctl, 'kill', '--kill-whom=main', '--signal=SIGUSR1', unit],
+                                          environ_update={'LANG': 'C', 'LC_ALL': 'C'})
+    if rc != 0:
+        return False
+    time.sleep(max(0, module.params['flush_wait_ms']) / 1000.0)
+    return True
+
+
 def _parse(text):
     try:
         return parse_opensm_log(text)
@@ -148,14 +184,18 @@ def main():
                                               engines=dict(type='list', elements='str', default=[]),
                                               require_settled=dict(type='bool', default=False),
                                               since_bytes=dict(type='int', default=0),
-                                              tail_bytes=dict(type='int', default=4 * 1024 * 1024)),
+                                              tail_bytes=dict(type='int', default=4 * 1024 * 1024),
+                                              flush_unit=dict(type='str'),
+                                              flush_wait_ms=dict(type='int', default=500)),
                            supports_check_mode=True)
     path = module.params['path']
     required = module.params['require_settled']
+    flushed = _flush(module, module.params['flush_unit'])
 
     def unsettled(exists, why):
         return {'changed': False, 'exists': exists, 'settled': False, 'state': None, 'routing_engine': None,
-                'version': None, 'subnet_up': 0, 'problems': ['%s: %s' % (path, why)] if required else []}
+                'version': None, 'subnet_up': 0, 'flushed': flushed,
+                'problems': ['%s: %s' % (path, why)] if required else []}
     if not os.path.exists(path):
         module.exit_json(**unsettled(False, 'no log: the SM has not started, or logs elsewhere'))
     try:
@@ -173,7 +213,7 @@ def main():
                                     '(no master SM, or a heavy sweep that never completed)' % (found['state'] or 'none'))
     module.exit_json(changed=False, exists=True, settled=found['settled'], state=found['state'],
                      routing_engine=found['routing_engine'], version=parsed['version'],
-                     subnet_up=parsed['subnet_up'], problems=found['problems'])
+                     subnet_up=parsed['subnet_up'], flushed=flushed, problems=found['problems'])
 
 
 if __name__ == '__main__':

@@ -95,3 +95,21 @@ def test_a_standby_is_settled_and_an_empty_log_is_not(run_module, tmp_path):
     path.write_text('')
     result, _calls = run_module(opensm_log_info, {'path': str(path), 'require_settled': True}, {})
     assert result['exists'] is True and result['settled'] is False and result['problems']
+
+
+def test_the_sm_is_asked_to_flush_its_log_before_the_read(run_module, tmp_path):
+    # OpenSM 3.3.23 logs SUBNET UP at INFO (0x02), which stays in stdio's buffer on a quiet fabric: SIGUSR1 makes it
+    # reopen (fclose: flush) its log
+    path = tmp_path / 'opensm.log'
+    path.write_text(MASTER)
+    unit = 'aicluster-opensm@0x946dae0300000300.service'
+    args = {'path': str(path), 'require_settled': True, 'flush_unit': unit, 'flush_wait_ms': 0}
+    result, calls = run_module(opensm_log_info, args, {'systemctl': (0, '', '')})
+    assert calls == [['/usr/bin/systemctl', 'kill', '--kill-whom=main', '--signal=SIGUSR1', unit]]
+    assert result['flushed'] is True and result['settled'] is True
+    # a unit that does not run cannot be signalled: the log is read as it is
+    result, calls = run_module(opensm_log_info, args, {'systemctl': (1, '', 'Failed to kill unit: not loaded')})
+    assert result['flushed'] is False and result['settled'] is True
+    # nothing is signalled in a check run, or without a unit
+    assert run_module(opensm_log_info, dict(args, _ansible_check_mode=True), {'systemctl': (0, '', '')})[1] == []
+    assert run_module(opensm_log_info, {'path': str(path)}, {'systemctl': (0, '', '')})[0]['flushed'] is False
