@@ -179,17 +179,23 @@ _RECORDS = (
           measures='`ib_write_lat`, typical latency of 2-byte messages (off by default)',
           default='5 us',
           source='own bound, generous: NDR/HDR RDMA write latency is typically around 1 us; set your own'),
-    Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do)', 'higher', 'bytes',
-          'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them',
+    Check('net.mtu', 'net', 'each RDMA rail carries its MTU end to end (ping -M do), each IPoIB rail in its mode', 'higher', 'bytes',
+          'set MTU {threshold} on {node} {subject}, on the same rail of the next node and on every switch port between them; '
+          'an IPoIB rail in the wrong mode: set ipoib_mode and run the fabric stage (role ipoib)',
           measures=('per GPU-fabric rail (the RoCE netdev or IPoIB interface of each HCA): its MTU (`ip -j -d addr`), then '
                     '`ping -M do -s MTU-28 -I NETDEV` to the same rail of the next node (a ring); a rail\'s own MTU '
                     'below the threshold fails with or without an address; an IPoIB rail without IPv4 fails where the '
                     'fabric stage addresses the rails (`verify_ib_ipoib_required`), else it is skipped with the reason; '
-                    'the management address is not tested'),
-          default='RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`)',
+                    'an IPoIB rail whose mode (`<verify_ib_sysfs_root>/class/net/IF/mode`, else `ip -d`) is not '
+                    '`verify_ib_ipoib_mode` fails in the same result, one whose mode cannot be read is judged on its MTU '
+                    'alone and says so; the management address is not tested'),
+          default=('RoCE 9000 (`verify_ib_mtu`); IPoIB 4092 (`verify_ib_ipoib_mtu`) in datagram mode '
+                   '(`verify_ib_ipoib_mode`: the fabric stage\'s `ipoib_mode`, else datagram; empty: mode not judged)'),
           source=('28 = 20-byte IPv4 + 8-byte ICMP header (ping(8)); RoCE 9000 end to end (NVIDIA RoCE deployment '
-                  'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520 (Linux '
-                  'Documentation/infiniband/ipoib.rst; RHEL "Configuring IPoIB")')),
+                  'practice); IPoIB datagram MTU = IB MTU 4096 - 4-byte IPoIB header, connected mode up to 65520, the mode '
+                  'in /sys/class/net/IF/mode (Linux Documentation/infiniband/ipoib.rst; RHEL "Configuring IPoIB"); '
+                  'datagram, the mode the ib_ipoib driver starts in and the only one of enhanced IPoIB (ConnectX-4 and '
+                  'later; NVIDIA MLNX_OFED "Enhanced IPoIB")')),
     Check('net.rdma_mtu', 'net', 'the RDMA path MTU of each GPU-fabric port', 'higher', 'bytes',
           'raise the path MTU of {node} {subject}: on RoCE set the netdev MTU to 9000, on InfiniBand the partition MTU '
           '(opensm partitions.conf mtu=5)',

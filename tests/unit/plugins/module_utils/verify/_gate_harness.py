@@ -74,7 +74,10 @@ def role_verify_ib(play):
                 # cases recorded before these variables existed: their defaults
                 'ipoib_mtu': int(play.vars.get('verify_ib_ipoib_mtu', 4092)),
                 'rdma_mtu': int(play.vars.get('verify_ib_rdma_mtu', 4096)),
-                'mtu_enabled': _on(play.v('verify_ib_mtu_enabled')), 'fabric_host': play.vars.get('verify_ib_fabric_host', '')}
+                'mtu_enabled': _on(play.v('verify_ib_mtu_enabled')), 'fabric_host': play.vars.get('verify_ib_fabric_host', ''),
+                # cases recorded before the mode was read: not judged then ('')
+                'ipoib_mode': play.vars.get('verify_ib_ipoib_mode', ''),
+                'sysfs_root': play.vars.get('verify_ib_sysfs_root', '/sys')}
     mtu = expected['mtu_enabled']
     fabric = _on(play.v('verify_ib_fabric_enabled')) and play.v('verify_ib_link_layer') != 'Ethernet'
     read = expected['ports'] or expected['uniform'] or mtu or fabric
@@ -83,6 +86,7 @@ def role_verify_ib(play):
         observations[host] = {
             'ib_info': play.observed(host, 'ib_info') if read else SKIPPED,
             'links': play.observed(host, 'links') if mtu else SKIPPED,
+            'ipoib_modes': play.observed(host, 'ipoib_modes', SKIPPED) if mtu else SKIPPED,
             'peer': play.hosts[(index + 1) % len(play.hosts)]}
     # the ping loop runs over the plan; in.json holds each node's registered loop (cases without one: not pinged)
     if mtu:
