@@ -91,8 +91,9 @@ def sm_expectations(expected):
     GUIDs or ``{guid, subnet}``), ``sm_host_plans`` (host -> the opensm role's plan, when it ran in this run: the port
     it picked), ``sm_host_priorities`` (host -> ``opensm_sm_priority``) and ``priority`` (an override). A host's
     ports are its ``opensm_ports``, else its plan's instances, else unknown. The master's priority: ``priority`` when
-    given, else the highest of the hosts' priorities, the opensm role's default giving the first host 15 and the
-    second 14. Returns ``(guids, priority, unknown_hosts)``.
+    given, else (``provider`` opensm) the highest of the hosts' priorities, the opensm role's default giving the first
+    host 15 and the second 14; a switch's or UFM's SM (``provider`` switch or ufm): None, not judged. Returns
+    ``(guids, priority, unknown_hosts)``.
     """
     guids, unknown, priorities = [], [], []
     for position, host in enumerate(expected.get('sm_hosts') or []):
@@ -114,6 +115,9 @@ def sm_expectations(expected):
             priorities.append(DEFAULT_PRIORITY if position == 0 else STANDBY_PRIORITY if position == 1 else 0)
     if expected.get('priority') not in (None, ''):
         return guids, int(expected['priority']), unknown
+    if (expected.get('provider') or 'opensm') != 'opensm':
+        # the switch's or UFM's SM: its priority is set there, not by us; judged only when the site gives it
+        return guids, None, unknown
     return guids, (max(priorities) if priorities else DEFAULT_PRIORITY), unknown
 
 

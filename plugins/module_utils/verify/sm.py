@@ -91,7 +91,9 @@ def _subnet(subnet, observed, expected, owners, node_sms):
     sms, reads, from_smir, issm = _sms_of(subnet, observed, errors)
     provider = expected.get('provider') or 'opensm'
     wanted = [norm_guid(guid) for guid in expected.get('sm_guids') or [] if norm_guid(guid)]
-    priority = int(expected.get('priority', DEFAULT_PRIORITY))
+    # None: not judged (a switch's or UFM's SM whose priority the site did not give: we do not configure it)
+    priority = expected.get('priority', DEFAULT_PRIORITY)
+    priority = None if priority in (None, '') else int(priority)
     subject = 'subnet %s' % subnet
     for guid, sm in sms.items():
         if guid in owners:
@@ -116,7 +118,7 @@ def _subnet(subnet, observed, expected, owners, node_sms):
         elif provider != 'opensm' and on_node:
             results.append(_fail(subject, guid, 'the %s SM' % provider, 'subnet %s: the master %s is %s %s, a GPU node, where '
                                  'the %s SM should be master' % (subnet, guid, on_node[0], on_node[1], provider)))
-        if sm.get('priority') is not None and int(sm['priority']) != priority:
+        if priority is not None and sm.get('priority') is not None and int(sm['priority']) != priority:
             results.append(_fail(subject, sm['priority'], priority, 'subnet %s: the master %s runs at priority %s, configured %d '
                                  '(opensm.conf sm_priority)' % (subnet, guid, sm['priority'], priority), unit=None))
     by_priority = {}

@@ -276,6 +276,9 @@ def test_sm_expectations_from_the_sm_hosts():
                                                             sm_host_priorities={'ctl01': 12, 'ctl02': 3}))
     assert guids == [PRIMARY] and priority == 12 and unknown == ['ctl02']
     assert fh.sm_expectations(_expected(priority=7))[1] == 7
+    # a switch's or UFM's SM: its priority is the site's to give (verify_ib_sm_priority), else not judged
+    assert fh.sm_expectations(_expected(provider='switch', sm_hosts=[]))[1] is None
+    assert fh.sm_expectations(_expected(provider='ufm', sm_hosts=[], priority=15))[1] == 15
 
 
 def test_unknown_sm_ports_are_said_in_the_passing_result():

@@ -110,3 +110,14 @@ def test_issm_port_unknown_to_the_sa():
 def test_unknown_provider_is_refused():
     with pytest.raises(ValueError):
         decide_sm({}, {'provider': 'nvlsm'})
+
+
+def test_switch_sm_priority_is_judged_only_when_given():
+    # a switch SM at priority 0 (its own setting, not ours): without a configured priority it passes; given one, it is judged
+    smir = ('SMInfoRecord dump:\n\t\tRID\n\t\tLID...................5\n\t\tSMInfo dump:\n\t\tGUID..................0xfc6a1c0300e0a100\n'
+            '\t\tSM_Key................0x0000000000000000\n\t\tActCount..............9\n\t\tPriority..............0\n'
+            '\t\tSMState...............3\n')
+    free = decide_sm({'subnets': {'ib0': {'saquery_smir': smir}}}, _expected(provider='switch', sm_guids=[], priority=None))
+    assert [r['passed'] for r in free['cluster']] == [True] and 'at priority 0' in free['cluster'][0]['message']
+    given = decide_sm({'subnets': {'ib0': {'saquery_smir': smir}}}, _expected(provider='switch', sm_guids=[], priority=15))
+    assert any('runs at priority 0, configured 15' in r['message'] for r in given['cluster'] if not r['passed'])
