@@ -25,6 +25,11 @@ profile's netdev (`interface_name`, podman 4+) and addressed as hwsim derives
 it (`ipv4_network` + host index), so `ip addr`, `ping -I <netdev>` and
 ibdev2netdev/show_gids agree.
 
+The subnet manager, as on an InfiniBand cluster: when the compute hosts' profiles have InfiniBand rails, ctl01 is
+the lab's `ib_subnet_manager` host. hwsim gives it one NDR HCA on rail 0's leaf and runs ibsim there
+(`hwsim_fabric_options` `--sm-hosts ctl01 --ibsim-host ctl01`, lab/hwsim/README.md "ibsim"), the fabric stage's
+opensm role runs the real OpenSM on it, and the verify stage's fabric.sm finds it master. A RoCE lab has none.
+
 The package mirror (test equipment, lab/mirror/README.md): stand-in .deb packages
 with the real names and versions of the CUDA and DOCA repositories, built by
 lab/mirror/build.py into lab/.state/mirror-<hash>, signed with a throwaway key and
@@ -74,6 +79,13 @@ MANAGEMENT_MTU = 1500
 RAIL_MTU = {'Ethernet': 9000, 'InfiniBand': 4092}
 RAIL_SUFFIX = {'Ethernet': 'roce', 'InfiniBand': 'ib'}
 SSH_KEY = os.path.join(STATE, 'ssh', 'id_ed25519')
+# The simulated fabric as real ones are (lab/hwsim/README.md "Fabric"): MLNX_OFED node descriptions ("host HCA-N":
+# identity comes from GUIDs), unmanaged leaves sharing one name, two scalable units joined by the spines. Every lab's
+# inventory carries them as hwsim_fabric_options, an InfiniBand lab's with its subnet manager's (fabric_options).
+FABRIC_OPTIONS = ['--descriptions', 'ofed', '--switch-names', 'identical', '--scalable-units', '2']
+# An InfiniBand lab's subnet manager: ctl01 gets an NDR HCA on rail 0's leaf (hwsim profile sm-host-ib) and runs ibsim,
+# and the fabric stage's opensm role runs the real OpenSM there (lab/hwsim/README.md "ibsim").
+SM_HOST = 'ctl01'
 # Capabilities beyond podman's defaults: sshd's PAM audit records, ping -M do
 # (MTU checks), mknod for simulated /dev/nvidia* devices, ip link for IPoIB/RoCE roles,
 # and root reading other users' /proc/PID/fd as on a real node (the Slurm epilog finds a
@@ -364,6 +376,33 @@ def rail_plan(lab, profiles, loader=None, renumber=None):
     return networks, attachments
 
 
+def ib_rails(data):
+    """The GPU-fabric HCAs (role compute, a rail) of a loaded hardware profile whose port is InfiniBand."""
+    return [hca for hca in data.get('hcas') or [] if hca.get('role') == 'compute' and hca.get('rail') is not None
+            and any((port.get('link_layer') or hca.get('link_layer')) == 'InfiniBand' for port in hca.get('ports') or [])]
+
+
+def subnet_manager_hosts(hosts, profiles, loader=None):
+    """The lab's ``ib_subnet_manager`` hosts: [ctl01] when the lab has a ctl01 and a compute host whose profile has
+    InfiniBand rails, else [] (a RoCE lab has no subnet to manage, a lab without simulated hardware no fabric)."""
+    loader = loader or _load_profile
+    if SM_HOST not in hosts:
+        return []
+    for name in sorted(set(name for name in (profiles or {}).values() if name)):
+        if ib_rails(loader(name)[1]):
+            return [SM_HOST]
+    return []
+
+
+def fabric_options(sm_hosts=None):
+    """hwsim_fabric_options of a lab: the lab's fabric layout, and for a lab with a subnet manager its hosts' HCAs
+    (--sm-hosts) and ibsim on the first of them (--ibsim-host), where the real OpenSM runs against it."""
+    options = list(FABRIC_OPTIONS)
+    if sm_hosts:
+        options += ['--sm-hosts', ','.join(sm_hosts), '--ibsim-host', sm_hosts[0]]
+    return options
+
+
 def ipoib_subnets(networks, attachments, profiles, loader=None):
     """The lab's IPoIB subnets in rail order (the ipoib role's ``ipoib_subnets``), or None.
 
@@ -380,8 +419,7 @@ def ipoib_subnets(networks, attachments, profiles, loader=None):
         if not name:
             continue
         dummy, data = loader(name)
-        rails = [hca for hca in data.get('hcas') or [] if hca.get('role') == 'compute' and hca.get('rail') is not None
-                 and any((port.get('link_layer') or hca.get('link_layer')) == 'InfiniBand' for port in hca.get('ports') or [])]
+        rails = ib_rails(data)
         attached = [item for item in attachments.get(host) or [] if item[0] in ib_nets]
         if rails and (len(attached) != len(rails) or len(rails) != len(ib)):
             return None
@@ -480,24 +518,26 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None):
+def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm_hosts=None):
     """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
 
     ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
     not in it have no simulated hardware. ``ipv4_networks``: the lab's rail renumbering
     (lab_renumbering), passed to hwsim's fabric as ``hwsim_ipv4_networks``. ``ipoib``: the lab's IPoIB subnets
     (ipoib_subnets): the rails come up fresh (``hwsim_fresh_rails``) and the fabric stage addresses them.
+    ``sm_hosts``: the lab's subnet manager hosts (subnet_manager_hosts), the group ``ib_subnet_manager``; hwsim gives
+    them an HCA and runs ibsim on the first (``hwsim_fabric_options``, fabric_options).
     """
     profiles = profiles or {}
+    sm_hosts = list(sm_hosts or [])
     controller = [h for h in hosts if h.startswith('ctl')]
     compute = [h for h in hosts if h.startswith('gpu')]
     groups = {
         'slurm_controller': controller,
         'slurm_dbd': controller,
-        # Empty: hwsim's fabric model brings every port up without a subnet manager, and the default lab's ctl01 has
-        # no HCA, so the opensm role (which refuses an SM host off the fabric) has nowhere to run. molecule/fabric
-        # gives its SM hosts an HCA and runs the real OpenSM against ibsim (docs/fabric.md "What the lab proves").
-        'ib_subnet_manager': [],
+        # An InfiniBand lab: ctl01, where the fabric stage's opensm role runs the real OpenSM against ibsim and the
+        # verify stage's fabric.sm finds it master. Empty in a RoCE lab (no subnet to manage).
+        'ib_subnet_manager': sm_hosts,
         'login': controller,
         'slurm_compute': compute,
         'gpu_nodes': compute,
@@ -513,6 +553,8 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None):
         '    ansible_ssh_private_key_file: %s' % SSH_KEY,
         '    ansible_ssh_common_args: -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o LogLevel=ERROR',
         '    aicluster_lab_name: %s' % lab,
+        '    # the simulated fabric (lab/lab.py FABRIC_OPTIONS; with a subnet manager: its HCA and ibsim)',
+        '    hwsim_fabric_options: %s' % json.dumps(fabric_options(sm_hosts)),
     ]
     if ipv4_networks:
         lines.append('    hwsim_ipv4_networks:')
@@ -530,6 +572,11 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None):
         lines += ['    %s:' % host, '      ansible_host: %s' % addr]
         if profiles.get(host):
             lines.append('      hwsim_profile: %s' % profiles[host])
+        if host in sm_hosts and ipoib:
+            # instead of planning an address for a netdev the container does not have
+            lines += ['      # the SM host\'s HCA (hwsim sm-host-ib) has no rail network, so no IPoIB interface here:',
+                      '      # the fabric stage\'s ipoib role leaves it alone',
+                      '      ipoib_subnets: []']
     lines.append('  children:')
     for group, members in groups.items():
         lines.append('    %s:' % group)
@@ -609,7 +656,9 @@ def cmd_up(args):
             log('removed %s (not in a lab of %d compute hosts)' % (name, args.compute))
     prepare_inventory_dir(args.inventory)
     ipoib = ipoib_subnets(rail_networks, rails, profiles) if rail_networks else None
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib)):
+    # no simulated hardware, no fabric: the SM host would have no HCA and no ibsim to run against
+    sm_hosts = subnet_manager_hosts(hosts, profiles) if not args.no_hwsim else []
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib, sm_hosts)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)

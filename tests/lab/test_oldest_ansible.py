@@ -3,11 +3,13 @@
 A virtual environment of tests/lab/requirements-oldest.txt (kept in .cache/venv-oldest, made again when that file
 changes) runs, first against the fresh lab check lab (ctl01, three GPU hosts with simulated hardware; conftest.py),
 what an operator runs:
-`aicluster run site` (bring-up and verify: the verdict PASS), the bring-up stages again (changed=0 everywhere) and
-`aicluster run drift` (0 hosts drifted). Then the unit tests that run real Ansible (the drift callback, the
+`aicluster run site` (bring-up and verify: the verdict PASS, with the subnet manager the fabric stage started on
+ctl01, the real OpenSM against ibsim, checked by fabric.sm), the bring-up stages again, the fabric stage among them
+(changed=0 everywhere) and `aicluster run drift` (0 hosts drifted). Then the unit tests that run real Ansible (the drift callback, the
 command-line entry point, the Slurm scripts rendered by Ansible's templating) run on that ansible-core.
 CI's own ansible-core (requirements.txt) runs everything else. About 5 minutes.
 """
+import json
 import os
 import re
 import shutil
@@ -16,7 +18,7 @@ import sys
 
 import pytest
 
-from _labrun import aicluster, lab_env, recap_changed
+from _labrun import aicluster, lab_env, on_controller, recap_changed
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REQUIREMENTS = os.path.join(REPO, 'tests', 'lab', 'requirements-oldest.txt')
@@ -70,17 +72,35 @@ def test_bring_up_verify_no_op_and_drift_on_the_oldest_ansible_core(oldest_lab):
     site = aicluster(PYTHON, WORK, 'site', '-e', 'verify_gate_artifacts_dir=%s' % WORK)
     assert site.returncode == 0, site.stdout[-4000:]
     assert 'verdict: PASS (0 of 3 nodes failed)' in site.stdout.splitlines(), site.stdout[-4000:]
+    _subnet_manager_checked(site.stdout)
 
-    for stage in ('preflight', 'rdma', 'gpu', 'slurm'):  # the bring-up stages again: nothing to change
+    for stage in ('preflight', 'rdma', 'gpu', 'fabric', 'slurm'):  # the bring-up stages again: nothing to change
         noop = aicluster(PYTHON, WORK, stage)
         assert noop.returncode == 0, noop.stdout[-4000:]
-        # rdma and gpu run on gpu_nodes only; preflight and slurm on every host
+        # rdma and gpu run on gpu_nodes only; preflight and slurm on every host, fabric on ctl01 (the SM) and the GPU nodes
         hosts = {'gpu01': 0, 'gpu02': 0, 'gpu03': 0} if stage in ('rdma', 'gpu') else {'ctl01': 0, 'gpu01': 0, 'gpu02': 0, 'gpu03': 0}
         assert recap_changed(noop.stdout) == hosts, noop.stdout[-4000:]
 
     drift = aicluster(PYTHON, WORK, 'drift')
     assert drift.returncode == 0, drift.stdout[-4000:]
     assert 'drift: 0 hosts drifted of 4' in drift.stdout.splitlines(), drift.stdout[-4000:]
+
+
+def _subnet_manager_checked(output):
+    """The site run's verify stage judged the lab's subnet manager (issue 32): one master, at priority 15, whose port is
+    the one ctl01's OpenSM unit is bound to (aicluster-opensm@<port guid>); P_Keys and switch counters judged too."""
+    path = [line.split(': ', 1)[1] for line in output.splitlines() if line.startswith('results: ')][-1]
+    with open(os.path.join(WORK, path), encoding='utf-8') as handle:
+        results = json.load(handle)
+    cluster = results['cluster']['results']
+    sm = [r for r in cluster if r['check'] == 'fabric.sm']
+    assert len(sm) == 1 and sm[0]['passed'] and 'skipped' not in sm[0] and 'at priority 15' in sm[0]['message'], sm
+    unit = 'aicluster-opensm@%s.service' % sm[0]['measured']
+    assert on_controller(PYTHON, 'systemctl is-active %s' % unit).split()[-1] == 'active', unit
+    switch = [r for r in cluster if r['check'] == 'fabric.switch_errors']
+    assert switch and all(r['passed'] and 'skipped' not in r for r in switch), switch
+    partition = [r for node in results['nodes'].values() for r in node['results'] if r['check'] == 'fabric.partition']
+    assert partition and all(r['passed'] and 'skipped' not in r for r in partition), partition
 
 
 def test_the_unit_tests_that_run_ansible_pass_on_the_oldest_ansible_core():

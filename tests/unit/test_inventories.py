@@ -49,22 +49,38 @@ def test_example_inventory_is_a_32_node_hgx_cluster_with_every_contract_group():
     assert _members(inventory, 'slurm_controller') == {'mgmt01'}
 
 
-def test_lab_inventory_has_the_same_groups_as_a_real_cluster(tmp_path):
+@pytest.mark.parametrize('profile', ['hgx-h100-ib', 'hgx-h100-roce'])
+def test_lab_inventory_has_the_same_groups_as_a_real_cluster(tmp_path, profile):
+    """The inventory lab.py up writes, read by Ansible with the lab's group_vars (linked as for a lab-<name>)."""
     lab = _lab_module()
-    text = lab.inventory_text('t', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3', 'gpu02': '10.0.0.4'})
-    path = tmp_path / 'hosts.yml'
-    path.write_text(text)
-    inventory = _inventory(str(path))
+    addresses = {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3', 'gpu02': '10.0.0.4'}
+    profiles = lab.host_profiles(list(addresses), profile, [])
+    networks, attachments = lab.rail_plan('t', profiles)
+    ipoib = lab.ipoib_subnets(networks, attachments, profiles)
+    sm_hosts = lab.subnet_manager_hosts(list(addresses), profiles)
+    text = lab.inventory_text('t', addresses, profiles, None, ipoib, sm_hosts)
+    (tmp_path / 'hosts.yml').write_text(text)
+    (tmp_path / 'group_vars').symlink_to(os.path.join(REPO, 'inventories', 'lab', 'group_vars'))
+    inventory = _inventory(str(tmp_path))
+    infiniband = profile.endswith('-ib')
     for group in CONTRACT_GROUPS:
         assert group in inventory['all']['children'], group
-        # the default lab runs no subnet manager (lab.py inventory_text): every other group has members
-        assert _members(inventory, group) or group == 'ib_subnet_manager', group
-    assert not _members(inventory, 'ib_subnet_manager')
+        # a RoCE lab runs no subnet manager (lab.py subnet_manager_hosts): every other group has members
+        assert _members(inventory, group) or (group == 'ib_subnet_manager' and not infiniband), group
+    assert _members(inventory, 'ib_subnet_manager') == ({'ctl01'} if infiniband else set())
     assert _members(inventory, 'gpu_nodes') == {'gpu01', 'gpu02'}
     assert _members(inventory, 'slurm_controller') == {'ctl01'}
     hostvars = inventory['_meta']['hostvars']
     assert hostvars['gpu02']['ansible_host'] == '10.0.0.4'
     assert hostvars['ctl01']['ansible_user'] == 'root'
+    # hosts.yml's fabric options reach the hosts: group_vars/all outranks the inventory file's `all: vars:`, so the
+    # lab's group_vars must not set hwsim_fabric_options (lab.py writes them whole)
+    sm_options = ['--sm-hosts', 'ctl01', '--ibsim-host', 'ctl01'] if infiniband else []
+    for host in addresses:
+        assert hostvars[host]['hwsim_fabric_options'] == lab.FABRIC_OPTIONS + sm_options, host
+    # the SM host has no IPoIB netdev in the lab: no subnet for it, the GPU nodes keep the lab's
+    assert hostvars['ctl01'].get('ipoib_subnets') == ([] if infiniband else None)
+    assert len(hostvars['gpu01'].get('ipoib_subnets') or []) == (8 if infiniband else 0)
 
 
 def _documented_role_variables():

@@ -127,10 +127,16 @@ def _with_sm_hosts(hosts, sm_hosts):
 
 
 def _units(host_entries, scalable_units):
-    """Each host with HCAs gets its scalable unit (0-based), the hosts split in index order into equal runs."""
-    members = sorted((entry['index'], host) for host, entry in host_entries.items() if entry['hcas'])
+    """Each host with HCAs gets its scalable unit (0-based), the hosts split in index order into equal runs. SM hosts
+    (profile sm-host-ib) join the first unit and do not count in the split: adding them moves no compute host to
+    another unit (a lab of 2 or 4 compute hosts in 2 units would otherwise see one move)."""
+    sm = set(host for host, entry in host_entries.items() if entry.get('profile') == SM_HOST_PROFILE)
+    members = sorted((entry['index'], host) for host, entry in host_entries.items() if entry['hcas'] and host not in sm)
     for position, (dummy, host) in enumerate(members):
         host_entries[host]['su'] = position * scalable_units // len(members)
+    for host in sm:
+        if host_entries[host]['hcas']:
+            host_entries[host]['su'] = 0
 
 
 def _check_options(descriptions, switch_names, scalable_units):

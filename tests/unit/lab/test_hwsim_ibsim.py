@@ -74,6 +74,21 @@ def test_sm_hosts_come_after_the_compute_hosts():
     assert 'ibsim' not in plain and 'sm_hosts' not in plain and plain['hosts']['ctl01']['hcas'] == {}
 
 
+@pytest.mark.parametrize('compute', [1, 2, 3, 4])
+def test_sm_hosts_move_no_compute_host_in_two_scalable_units(compute):
+    """The lab's layout (lab.py FABRIC_OPTIONS: two scalable units) with and without ctl01 as SM host: every compute
+    host keeps its index, scalable unit, leaf and leaf port; ctl01 joins the first unit after the compute hosts."""
+    hosts = [('ctl01', None)] + [('gpu%02d' % n, 'hgx-h100-ib') for n in range(1, compute + 1)]
+    plain = fabrics.build_fabric(hosts, scalable_units=2)
+    with_sm = fabrics.build_fabric(hosts, scalable_units=2, sm_hosts=['ctl01'], ibsim_host='ctl01')
+    for host, entry in plain['hosts'].items():
+        if host != 'ctl01':
+            assert with_sm['hosts'][host] == entry, host
+    ctl01 = with_sm['hosts']['ctl01']
+    assert (ctl01['index'], ctl01['su']) == (compute + 1, 0)
+    assert ctl01['hcas']['mlx5_0']['switch'] == 'su1-leaf-rail0' and ctl01['hcas']['mlx5_0']['switch_port'] == compute + 1
+
+
 def test_bad_sm_and_ibsim_hosts():
     with pytest.raises(fabrics.FabricError, match='sm_hosts names hosts the lab does not have: ctl09'):
         fabrics.build_fabric([('ctl01', None)], sm_hosts=['ctl09'])

@@ -1,6 +1,8 @@
 """lab/lab.py: the pure parts (inventory, podman settings, image cache key)."""
 import importlib.util
 import os
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -117,6 +119,57 @@ def test_the_ipoib_subnets_of_a_lab_whose_ib_rails_all_have_a_network():
     b200 = {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-b200-ib'}
     assert lab.ipoib_subnets(*(lab.rail_plan('demo', b200) + (b200,))) is None
     assert 'hwsim_fresh_rails' not in yaml.safe_load(lab.inventory_text('aic', {'ctl01': '10.0.0.2'}))['all']['vars']
+
+
+def test_an_infiniband_lab_runs_its_subnet_manager_on_ctl01():
+    lab = _lab()
+    hosts = lab.host_names(3)
+    ib = lab.host_profiles(hosts, 'hgx-h100-ib', [])
+    assert lab.subnet_manager_hosts(hosts, ib) == ['ctl01']
+    # a lab with one InfiniBand compute host among RoCE ones has a subnet too; the B200 profile is InfiniBand
+    assert lab.subnet_manager_hosts(hosts, lab.host_profiles(hosts, 'hgx-h100-roce', ['gpu02=hgx-h100-ib'])) == ['ctl01']
+    assert lab.subnet_manager_hosts(hosts, lab.host_profiles(hosts, 'hgx-b200-ib', [])) == ['ctl01']
+    networks, attachments = lab.rail_plan('demo', ib)
+    ipoib = lab.ipoib_subnets(networks, attachments, ib)
+    addresses = dict((host, '10.0.0.%d' % (n + 2)) for n, host in enumerate(hosts))
+    data = yaml.safe_load(lab.inventory_text('demo', addresses, ib, None, ipoib, ['ctl01']))
+    assert data['all']['children']['ib_subnet_manager']['hosts'] == {'ctl01': {}}
+    assert data['all']['vars']['hwsim_fabric_options'] == [
+        '--descriptions', 'ofed', '--switch-names', 'identical', '--scalable-units', '2',
+        '--sm-hosts', 'ctl01', '--ibsim-host', 'ctl01']
+    # ctl01's HCA has no rail network (no IPoIB netdev in its container): the ipoib role leaves it alone
+    assert data['all']['hosts']['ctl01'] == {'ansible_host': '10.0.0.2', 'ipoib_subnets': []}
+    assert len(data['all']['vars']['ipoib_subnets']) == 8 and 'ipoib_subnets' not in data['all']['hosts']['gpu01']
+    # ctl01 stays without a hwsim_profile: hwsim's --sm-hosts gives it profile sm-host-ib in the fabric
+    assert 'hwsim_profile' not in data['all']['hosts']['ctl01']
+
+
+@pytest.mark.parametrize('profile', ['hgx-h100-roce', None])
+def test_a_roce_lab_or_one_without_hardware_has_no_subnet_manager(profile):
+    lab = _lab()
+    hosts = lab.host_names(2)
+    profiles = lab.host_profiles(hosts, profile, []) if profile else {}
+    assert lab.subnet_manager_hosts(hosts, profiles) == []
+    data = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, profiles, None, None,
+                                             lab.subnet_manager_hosts(hosts, profiles)))
+    assert data['all']['children']['ib_subnet_manager']['hosts'] == {}
+    assert data['all']['vars']['hwsim_fabric_options'] == lab.FABRIC_OPTIONS
+    assert data['all']['hosts']['ctl01'] == {'ansible_host': '10.0.0.2'}
+    # a lab without its controller (never made by `up`, which always starts ctl01) has nowhere to run one
+    assert lab.subnet_manager_hosts(['gpu01'], {'gpu01': 'hgx-h100-ib'}) == []
+
+
+def test_the_fabric_options_build_the_labs_fabric_with_ibsim_on_ctl01(tmp_path):
+    """The options lab.py writes, given to hwsim build-fabric as lab/hwsim/install.yml does."""
+    lab = _lab()
+    out = tmp_path / 'fabric.yml'
+    argv = [sys.executable, os.path.join(REPO, 'lab', 'hwsim', 'bin', 'hwsim'), 'build-fabric'] + lab.fabric_options(['ctl01'])
+    argv += [str(out), 'ctl01=none'] + ['gpu%02d=hgx-h100-ib' % n for n in (1, 2, 3)]
+    subprocess.run(argv, check=True, env=dict(os.environ, PYTHONPATH=''))
+    fabric = yaml.safe_load(out.read_text())
+    assert fabric['ibsim'] == {'host': 'ctl01', 'port': 7070} and fabric['sm_hosts'] == ['ctl01']
+    assert fabric['hosts']['ctl01']['profile'] == 'sm-host-ib' and fabric['hosts']['ctl01']['index'] == 4
+    assert fabric['scalable_units'] == 2 and fabric['node_description']['mode'] == 'ofed'
 
 
 def test_rail_networks_with_conflicting_subnets_stop():
