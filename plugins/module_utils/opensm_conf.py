@@ -139,17 +139,23 @@ def _setting_problem(key, value, engines):
     return None
 
 
+def unset(key, value):
+    """A setting left at the build's default: None, '' (what None renders to on ansible-core before 2.19) or, for
+    ``routing_engine``, an empty list (opensm_routing_engine's default)."""
+    return value is None or value == '' or (key == 'routing_engine' and value == [])
+
+
 def opensm_conf_problems(settings, defaults_text=None, flavour=None):
     """One line per bad owned setting (named ``opensm_<key>``); with ``defaults_text``, also each key that build's
     defaults do not have (OpenSM would skip it as an ``Unrecognized token``). ``settings``: opensm.conf key ->
-    value, as the role passes them (None values are left at the build's default)."""
+    value, as the role passes them (unset() values are left at the build's default)."""
     if not isinstance(settings, dict):
         return ['opensm settings must be a dict of opensm.conf keys, got %r' % (settings,)]
     defaults = parse_opensm_conf(defaults_text) if defaults_text is not None else None
     engines = supported_routing_engines(defaults_text, flavour)
     problems = []
     for key, value in settings.items():
-        if value is None:
+        if unset(key, value):
             continue
         problem = _setting_problem(key, value, engines)
         if problem:
@@ -174,12 +180,12 @@ def _value_text(key, value):
 
 def render_opensm_conf(defaults_text, settings, flavour=None, header=None):
     """The build's ``--create-config`` text with the owned settings' lines replaced in place (comments and order
-    kept; None leaves the default). ValueError listing every problem (opensm_conf_problems()). ``header``: comment
-    lines put first."""
+    kept; unset() values - None, '', an empty routing_engine - leave the default). ValueError listing every problem
+    (opensm_conf_problems()). ``header``: comment lines put first."""
     problems = opensm_conf_problems(settings, defaults_text, flavour)
     if problems:
         raise ValueError('\n'.join(problems))
-    wanted = dict((key, _value_text(key, value)) for key, value in settings.items() if value is not None)
+    wanted = dict((key, _value_text(key, value)) for key, value in settings.items() if not unset(key, value))
     out = ['# %s' % line if line else '#' for line in (header or [])]
     for raw in defaults_text.splitlines():
         content = raw.split('#', 1)[0].strip()

@@ -180,7 +180,7 @@ def render_conf(module, work, params):
     back = opensm_conf.parse_opensm_conf(read_text(back_path))
     rendered = opensm_conf.parse_opensm_conf(text)
     wrong = sorted(key for key, value in settings.items()
-                   if value is not None and back.get(key) != rendered.get(key))
+                   if not opensm_conf.unset(key, value) and back.get(key) != rendered.get(key))
     if wrong:
         module.fail_json(msg='opensm read the new opensm.conf back with other values for %s; %s is left as it is'
                          % (', '.join(wrong), params['path']))

@@ -91,6 +91,15 @@ def test_sample_renders_in_place():
                                                      {'key': 'sm_priority', 'before': '0', 'after': '14'}]
 
 
+def test_unset_settings_leave_the_default():
+    # what the role passes on ansible-core 2.16 (None renders '') and by default (routing_engine [])
+    sample = own_fixture(SAMPLE)
+    settings = {'sm_priority': 14, 'routing_engine': [], 'sweep_interval': '', 'log_max_size': None, 'qos': ''}
+    assert oc.opensm_conf_problems(settings, sample, 'nvidia') == []
+    assert oc.opensm_conf_diff(sample, oc.render_opensm_conf(sample, settings, flavour='nvidia')) == [
+        {'key': 'sm_priority', 'before': '0', 'after': '14'}]
+
+
 def test_nvidia_engines_from_its_own_comment():
     sample = own_fixture(SAMPLE)
     assert oc.supported_routing_engines(sample) == oc.NVIDIA_ENGINES
@@ -110,7 +119,7 @@ def test_nvidia_engines_from_its_own_comment():
     ({'qos': 'yes'}, "opensm_qos: 'yes' must be true or false"),
     ({'sm_key': 'secret-value'}, 'opensm_sm_key: must be 0x and 1-16 hex digits (the value is not shown)'),
     ({'routing_engine': 'ftree'}, "opensm_routing_engine: 'ftree' must be a non-empty list"),
-    ({'routing_engine': []}, 'opensm_routing_engine: [] must be a non-empty list'),
+    ({'routing_engine': [None]}, 'opensm_routing_engine: [None] must be a non-empty list'),
     ({'routing_engine': ['ftree', 'ftree']}, "opensm_routing_engine: ['ftree', 'ftree'] names an engine twice"),
     ({'routing_engine': ['fattree']}, 'opensm_routing_engine: fattree unknown to this OpenSM build'),
     ({'qos_sl2vl': '0,1,x'}, "opensm_qos_sl2vl: '0,1,x' must be a number or a list of numbers"),
