@@ -3,7 +3,8 @@
     <tool> ARGS                      run a stand-in (argv[0] is a link named after it)
     hwsim <tool> ARGS                the same, without a link
     hwsim fault [HOST] KIND ARGS     inject a fault on this host, or on another lab host
-                                     (the state directory is shared by the lab)
+                                     (the state directory is shared by the lab); qos-reset and pfc-off are done at
+                                     once and not kept (hwsim/roce.py)
     hwsim clear [HOST] [KIND [TARGET]]
                                      remove faults (all, of a kind, of a kind on one target); the faults that
                                      changed the host (sm-stop, sm-rogue, partition-file-broken, ipoib-mtu:
@@ -18,7 +19,7 @@
     hwsim hold NAME [--root DIR]     hold DIR/dev/nvidia* open as daemon NAME (nvidia-persistenced, nv-hostengine)
     hwsim boot                       what a boot does: boot id (kept when there is one), pending HCA firmware, modules
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
-                                     NVIDIA services
+                                     NVIDIA services (mlx5_core's start resets the RoCE QoS: hwsim/roce.py)
     hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
     hwsim rails-fresh                the IPoIB rail netdevs as a fresh node has them: no address, MTU 2044 (hwsim/rails.py)
     hwsim ibsim-net [SUBNET]         print the ibsim net file of a subnet (default: the first) (hwsim/ibsim.py)
@@ -34,7 +35,7 @@ import stat
 import sys
 
 from hwsim import daemons, driver, faults as fault_kinds, fabric as fabrics, ibsim, model as models
-from hwsim import profile as profiles, rails, smfaults, sysfs, tools
+from hwsim import profile as profiles, rails, roce, smfaults, sysfs, tools
 from hwsim.model import Context, SimError
 
 USAGE = __doc__.split('\n', 2)[2]
@@ -110,6 +111,13 @@ def cmd_fault(ctx, args):
         return 2
     if fault['kind'] in smfaults.KINDS:
         return _action_fault(ctx, local, fault)
+    if fault['kind'] in roce.KINDS:
+        try:
+            roce.inject(ctx, local, fault)
+        except roce.RoceError as exc:
+            ctx.error('hwsim: %s\n' % exc)
+            return exc.status
+        return 0
     data = ctx.load_state()
     data['faults'] = fault_kinds.add(data['faults'], fault)
     ctx.save_state(data)
@@ -340,9 +348,13 @@ def _boot(ctx, new_id):
         except SIM_ERRORS:
             pass  # a host hwsim has no hardware for: nothing was flashed
         has_gpus, has_hcas = kmod.hardware(ctx)
+        started = not driver.is_loaded(ctx.root, roce.DRIVER)
         lines, errors = driver.boot_modules(ctx.root, ctx.kernel, has_gpus, has_hcas)
         try:
-            sysfs.write_tree(ctx.root, ctx.host_model())  # the proc tree follows the nvidia module just loaded
+            model = ctx.host_model()
+            sysfs.write_tree(ctx.root, model)  # the proc tree follows the nvidia module just loaded
+            if started and driver.is_loaded(ctx.root, roce.DRIVER):
+                roce.driver_start(ctx, model)  # mlx5 comes up with its own QoS defaults, nothing kept
         except SIM_ERRORS:
             pass
     except OSError as exc:

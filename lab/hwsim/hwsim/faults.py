@@ -153,10 +153,14 @@ KINDS = {
     'partition-file-broken': ((('host', _text),), "a line OpenSM cannot parse at the top of HOST's "
                               '/etc/opensm/aicluster/partitions.conf, its SMs reloaded'),
     'ipoib-mtu': ((('rail', _non_negative_int), ('mtu', _ipoib_mtu)), "the MTU of the rail's IPoIB netdev set to MTU"),
+    # These two are done at once and not kept (hwsim/roce.py): qos-reset on the host it resets (its /run files).
+    'qos-reset': ((('host', _text),), "a restart of HOST's mlx5 driver: every Ethernet netdev's trust, PFC, DSCP map, ECN, "
+                  'CNP marking, RDMA-CM ToS and mode and verbs traffic class back at the driver defaults'),
+    'pfc-off': ((('netdev', _text),), 'PFC off on every priority of NETDEV (as mlnx_qos -i NETDEV --pfc 0,0,0,0,0,0,0,0)'),
 }
 # Kinds whose first argument may be left out: the value it then takes (``firmware VERSION`` is ``firmware * VERSION``,
 # every HCA; ``sm-stop`` is ``sm-stop .``, this host).
-OPTIONAL_FIRST = {'firmware': '*', 'sm-stop': '.', 'partition-file-broken': '.'}
+OPTIONAL_FIRST = {'firmware': '*', 'sm-stop': '.', 'partition-file-broken': '.', 'qos-reset': '.'}
 # Kinds stamped with the time they were injected (``at``): the dmesg stand-in logs an Xid at that time.
 TIMED_KINDS = ('xid',)
 IB_KINDS = ('port-down', 'link-width', 'link-speed')

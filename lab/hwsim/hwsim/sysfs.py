@@ -6,6 +6,8 @@
     run/hwsim/sys/bus/pci/devices/<address>/infiniband/<mlx5_N>/         HCAs: the RDMA device of the function
     run/hwsim/sys/class/infiniband/<mlx5_N>/device -> the function       as /sys/class/infiniband/*/device
     run/hwsim/proc/driver/nvidia-nvswitch/devices/<address>/information  NVSwitches, only while nvidia is loaded
+    run/hwsim/sys/class/net/<netdev>/{device,ecn/}, class/infiniband/<mlx5_N>/tc/  Ethernet ports (hwsim/roce.py), with
+    run/hwsim/config/rdma_cm/<mlx5_N>/ports/<port>/                      RDMA-CM's configfs; kept when the tree is rewritten
 
 Sources: vendor/device/class as the kernel prints them (``0x10de``, ``0x22a3``, ``0x068000``); NVSwitch class
 0680 and IDs from pci.ids and lspci -Dnn of real HGX H100s (``Bridge [0680]: NVIDIA Corporation GH100 [H100
@@ -34,7 +36,7 @@ HCA_DEVICES = {'MT4123': '0x101b', 'MT4125': '0x101d', 'MT4129': '0x1021'}
 FIRST_NVSWITCH_BUS = 0x05
 
 
-def _address(bus_id):
+def pci_address(bus_id):
     """``00000000:1B:00.0`` (nvidia-smi) or ``0000:18:00.0`` -> ``0000:1b:00.0`` (sysfs)."""
     domain, rest = bus_id.lower().split(':', 1)
     return '%04x:%s' % (int(domain, 16), rest)
@@ -91,8 +93,10 @@ def _function(base, address, vendor, device, klass):
 
 def write_tree(root, model):
     """(Re)write the host's tree under ``root``; returns the number of PCI functions. Nothing without a profile."""
+    from hwsim import roce  # pylint: disable=import-outside-toplevel  # roce builds on this module
     sys_base = os.path.join(root, SYS_DIR)
     proc_base = os.path.join(root, PROC_DIR)
+    kept = roce.current_files(root, model) if model.profile else {}  # what the collection wrote lives until a driver start
     for path in (sys_base, proc_base):
         shutil.rmtree(path, ignore_errors=True)
     profile = model.profile
@@ -101,7 +105,7 @@ def write_tree(root, model):
     count = 0
     gpus = profile.get('gpus') or {}
     for device in gpus.get('devices') or []:
-        _function(sys_base, _address(device['pci_bus_id']), NVIDIA, '0x' + str(gpus.get('pci_device_id', '0000')).lower(), GPU_CLASS)
+        _function(sys_base, pci_address(device['pci_bus_id']), NVIDIA, '0x' + str(gpus.get('pci_device_id', '0000')).lower(), GPU_CLASS)
         count += 1
     switches = nvswitch_addresses(profile)
     for address, device in switches:
@@ -112,7 +116,7 @@ def write_tree(root, model):
             _write(os.path.join(proc_base, 'driver', 'nvidia-nvswitch', 'devices', address, 'information'),
                    'BIOS Version: N/A\n')
     for hca in profile.get('hcas') or []:
-        address = _address(hca['pci'])
+        address = pci_address(hca['pci'])
         folder = _function(sys_base, address, MELLANOX, HCA_DEVICES.get(hca['ca_type'], '0x1021'),
                            HCA_CLASS.get(hca['link_layer'], '0x020700'))
         _write(os.path.join(folder, 'vpd'), hca_vpd(model.index, hca))
@@ -125,4 +129,6 @@ def write_tree(root, model):
     # /sys/class/net/<if>/mode, so the ipoib role reads it here in the lab (ipoib_sysfs_root).
     for netdev in rails.ipoib_netdevs(model):
         _write(os.path.join(sys_base, 'class', 'net', netdev, 'mode'), 'datagram\n')
+    # The RoCE ports' ECN/CNP files and traffic classes, and RDMA-CM's configfs (hwsim/roce.py), with their texts kept
+    roce.write_files(root, model, kept)
     return count

@@ -15,6 +15,7 @@ TOOLS = {
     'show_gids': ('rdma', 'run_show_gids'),
     'ibv_devinfo': ('rdma', 'run_ibv_devinfo'),
     'mlnx_qos': ('mlnx_qos', 'run'),
+    'dcb': ('dcb', 'run'),
     'perfquery': ('linkcounters', 'run_perfquery'),
     'mlxlink': ('linkcounters', 'run_mlxlink'),
     'ethtool': ('linkcounters', 'run_ethtool'),

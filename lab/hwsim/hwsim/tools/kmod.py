@@ -8,11 +8,13 @@ simulate goes to the real modprobe (/usr/sbin/modprobe or /sbin/modprobe),
 which in a container usually fails as it would. modinfo answers what modprobe would load for the running kernel
 (DOCA's RDMA modules carry their OFED version, the inbox ones none; NVIDIA's the DKMS version): ``modinfo -F version
 ib_core`` tells a node that will boot DOCA's ib_core from one that runs it now (/run/hwsim/module/ib_core/version).
+Loading mlx5_core again after ``modprobe -r`` is a driver restart: the RoCE QoS goes back to the driver's defaults
+(hwsim/roce.py).
 """
 import os
 import subprocess
 
-from hwsim import driver, fabric as fabrics, profile as profiles
+from hwsim import driver, fabric as fabrics, profile as profiles, roce
 from hwsim.model import SimError
 
 REAL_MODPROBE = ('/usr/sbin/modprobe', '/sbin/modprobe')
@@ -123,6 +125,14 @@ def run_modprobe(ctx, args):
     return status
 
 
+def _driver_start(ctx):
+    """mlx5_core loaded again (a driver restart): the RoCE QoS back at the driver's defaults (hwsim/roce.py)."""
+    try:
+        roce.driver_start(ctx)
+    except (SimError, fabrics.FabricError, profiles.ProfileError):
+        pass  # a host hwsim has no hardware for
+
+
 def _one(ctx, name, given, flags, has_gpus):
     try:
         if 'remove' in flags:
@@ -146,6 +156,8 @@ def _one(ctx, name, given, flags, has_gpus):
             newly = list(driver.plan(ctx.root, ctx.kernel, name, given))
         else:
             newly = driver.load(ctx.root, ctx.kernel, name, has_gpus, given)
+            if roce.DRIVER in newly:
+                _driver_start(ctx)
         if 'verbose' in flags:
             ctx.write(''.join('insmod %s \n' % driver.kernel_path(ctx.root, ctx.kernel, driver.MODULES[item]) for item in newly))
         return 0

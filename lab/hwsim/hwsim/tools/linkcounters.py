@@ -246,8 +246,9 @@ def run_mlxlink(ctx, args):
     return 0
 
 
-def _delegate(ctx, name, args, message):
-    """Run the real tool for what the stand-in does not simulate (eth0, the lab's veths), else say so."""
+def delegate(ctx, name, args, message):
+    """Run the real tool for what the stand-in does not simulate (eth0, the lab's veths), else say so (the dcb stand-in
+    uses it too)."""
     own = os.path.realpath(sys.argv[0]) if sys.argv and sys.argv[0] else None
     for directory in REAL_DIRS:
         path = os.path.join(directory, name)
@@ -265,7 +266,7 @@ def run_ethtool(ctx, args):
     model = ctx.host_model()
     view = model.port_by_netdev(args[1]) if len(args) == 2 and args[0] in ('-S', '--statistics') else None
     if view is None:
-        return _delegate(ctx, 'ethtool', args, 'netlink error: no device matches name (offset 24)\nnetlink error: No such device\n')
+        return delegate(ctx, 'ethtool', args, 'netlink error: no device matches name (offset 24)\nnetlink error: No such device\n')
     values = counters(model, view, _read(ctx, model, view.ca_name))
     ctx.write('NIC statistics:\n' + ''.join('     %s: %d\n' % (name, values[name]) for name in ETHTOOL_NAMES))
     return 0
@@ -296,5 +297,5 @@ def run_rdma(ctx, args):
         ctx.write('link %s/%d %s \n' % (view.ca_name, view.number,
                                         ' '.join('%s %d' % (counter, values[counter]) for counter in RDMA_COUNTERS)))
         return 0
-    return _delegate(ctx, 'rdma', args, 'hwsim rdma: only "rdma link show [DEV/PORT]" and "rdma statistic show link DEV/PORT" '
-                     'are simulated\n')
+    return delegate(ctx, 'rdma', args, 'hwsim rdma: only "rdma link show [DEV/PORT]" and "rdma statistic show link DEV/PORT" '
+                    'are simulated\n')

@@ -8,6 +8,7 @@ trust pcp, PFC off, cable length 7, priority 0 on TC 1 and priority 1 on
 TC 0, every TC "vendor" with no rate limit.
 """
 import argparse
+import copy
 
 TSA_NAMES = ('strict', 'ets', 'vendor')
 NOT_SUPPORTED = ('Priority trust state is not supported on your system\n'
@@ -30,6 +31,23 @@ def defaults():
         'ratelimit': [0] * 8,
         'default_priority': None,
     }
+
+
+def load_adapter(data, netdev):
+    """The netdev's DCB settings from a host state (``adapters``), defaults where none were changed. The dcb stand-in
+    (tools/dcb.py) reads and writes the same: one DCB state per netdev, the kernel's dcbnl underneath both tools."""
+    adapter = defaults()
+    adapter.update(copy.deepcopy(data['adapters'].get(netdev, {})))
+    return adapter
+
+
+def store_adapter(ctx, data, netdev, adapter):
+    """Save ``adapter`` into the host's state when it differs from what is stored; returns whether it was saved."""
+    if adapter == load_adapter(data, netdev):
+        return False
+    data['adapters'][netdev] = adapter
+    ctx.save_state(data)
+    return True
 
 
 def trust(adapter):
@@ -249,15 +267,12 @@ def run(ctx, args):
         ctx.write(NOT_SUPPORTED)
         return 1
     data = ctx.load_state()
-    adapter = defaults()
-    adapter.update(data['adapters'].get(options.intf, {}))
+    adapter = load_adapter(data, options.intf)
     try:
         apply_options(adapter, options)
     except _Fail as exc:
         ctx.write('%s\n' % exc)
         return 1
-    if adapter != dict(defaults(), **data['adapters'].get(options.intf, {})):
-        data['adapters'][options.intf] = adapter
-        ctx.save_state(data)
+    store_adapter(ctx, data, options.intf, adapter)
     ctx.write(report(adapter, options.printall))
     return 0

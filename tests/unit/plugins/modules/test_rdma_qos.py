@@ -1,10 +1,11 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""rdma_qos against hwsim's mlnx_qos stand-in (lab/hwsim/hwsim/tools/mlnx_qos.py, state in the lab's state
-directory, run in-process for a link named mlnx_qos to lab/hwsim/bin/hwsim given as mlnx_qos_path), a fake dcb
-(tests/unit/_fake_dcb.py) and a fake sysfs/configfs tree in tmp_path: check mode changes nothing, apply sets
-everything, re-apply is a no-op, a partial state is completed, bad input and a netdev without DCB are refused."""
+"""rdma_qos against hwsim's mlnx_qos and dcb stand-ins (lab/hwsim/hwsim/tools/mlnx_qos.py and dcb.py, one DCB state
+per netdev in the lab's state directory, run in-process; mlnx_qos through a link named mlnx_qos to lab/hwsim/bin/hwsim
+given as mlnx_qos_path) and a fake sysfs/configfs tree in tmp_path: check mode changes nothing, apply sets everything,
+re-apply is a no-op, a partial state is completed, bad input and a netdev without DCB are refused. Against hwsim's own
+tree (/run/hwsim/sys, /run/hwsim/config) and its driver restarts: tests/unit/lab/test_hwsim_roce.py."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -15,14 +16,15 @@ import sys
 
 import pytest
 
-from _fake_dcb import FakeDcb
 from _paths import REPO
 
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.mlnx_qos import parse_mlnx_qos  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.rdma_qos import parse_dcb_app, parse_dcb_pfc  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.modules import rdma_qos  # noqa: E402
+from hwsim import state  # noqa: E402
 from hwsim.testing import HWSIM_ROOT, make_lab  # noqa: E402
 
 NETDEV = 'enp64s0np0'   # mlx5_3, rail 1 of hgx-h100-roce
@@ -31,7 +33,9 @@ PFC3 = '0,0,0,1,0,0,0,0'
 
 
 def make_tree(root, netdev=NETDEV, rdma=RDMA, ecn=True, cm='ports', traffic_class=''):
-    """sysfs and configfs of one port as a fresh MLNX_OFED driver leaves it: ECN off, the CNP on DSCP 0 priority 7,
+    """sysfs and configfs of one port as MLNX_OFED leaves it on firmware whose NVConfig has congestion control off
+    (ROCE_CC_PRIO_MASK 0: ECN off, the CNP on DSCP 0 priority 7, mstflint's ConnectX-4-era mlxconfig defaults; current
+    firmware enables it on every priority with DSCP 48 priority 6, as hwsim's tree has it: lab/hwsim/hwsim/roce.py),
     RDMA-CM ToS 0 in RoCE v2 mode, no global traffic class. ``cm``: 'ports' (the device directory made, with its
     ports tree), 'absent' (rdma_cm without the device directory), None (no rdma_cm)."""
     net = root / 'sys' / 'class' / 'net' / netdev
@@ -84,6 +88,15 @@ class Node(object):
     def tool(self, argv):
         assert argv[0] == self.mlnx_qos
         return self.lab.run('gpu01', ['mlnx_qos'] + list(argv[1:]))
+
+    def dcb(self, argv):
+        """hwsim's dcb stand-in (lab/hwsim/hwsim/tools/dcb.py), sharing the netdev's DCB state with its mlnx_qos."""
+        return self.lab.run('gpu01', ['dcb'] + list(argv[1:]))
+
+    def dcb_state(self):
+        """({dscp: [priorities]}, [priorities with PFC on]) as dcb -j shows them."""
+        return (parse_dcb_app(self.lab.ok('gpu01', ['dcb', '-j', 'app', 'show', 'dev', NETDEV])),
+                parse_dcb_pfc(self.lab.ok('gpu01', ['dcb', '-j', 'pfc', 'show', 'dev', NETDEV])))
 
     def args(self, **extra):
         return dict({'netdev': NETDEV, 'mlnx_qos_path': self.mlnx_qos, 'sysfs_root': str(self.root / 'sys'),
@@ -273,35 +286,34 @@ def test_missing_mlnx_qos_path_refused(run_module, node):
 
 def test_dcb_check_apply_reapply_and_partial(run_module, tmp_path):
     node = Node(tmp_path, ecn=False, traffic_class=None)
-    dcb = FakeDcb(tmp_path / 'dcb.json', [NETDEV])
     args = node.args(mlnx_qos_path=None)   # tool auto: mlnx_qos is not installed ({} of tools below), dcb is
-    check, calls = run_module(rdma_qos, dict(args, _ansible_check_mode=True), {'dcb': dcb})
+    check, calls = run_module(rdma_qos, dict(args, _ansible_check_mode=True), {'dcb': node.dcb})
     assert check['tool'] == 'dcb' and check['changed'] is True
     assert calls == [['/usr/bin/dcb', '-j', 'app', 'show', 'dev', NETDEV],
                      ['/usr/bin/dcb', '-j', 'pfc', 'show', 'dev', NETDEV]]
-    assert dcb.load()[NETDEV] == {'apps': [], 'pfc': [False] * 8}
-    result, calls = run_module(rdma_qos, args, {'dcb': dcb})
+    assert node.dcb_state() == ({}, [])
+    result, calls = run_module(rdma_qos, args, {'dcb': node.dcb})
     assert result['changes'] == check['changes'] and result['changes'][:2] == ['trust: pcp -> dscp', 'pfc: none -> 3']
     assert ['/usr/bin/dcb', 'app', 'replace', 'dev', NETDEV, 'dscp-prio', '26:3', '48:6'] in calls
-    assert dcb.load()[NETDEV] == {'apps': [[26, 3], [48, 6]], 'pfc': [False, False, False, True] + [False] * 4}
-    again, calls = run_module(rdma_qos, args, {'dcb': dcb})
+    assert node.dcb_state() == ({26: [3], 48: [6]}, [3])
+    assert node.qos()['trust'] == 'dscp'      # one DCB state per netdev: mlnx_qos sees what dcb set
+    again, calls = run_module(rdma_qos, args, {'dcb': node.dcb})
     assert again['changed'] is False and len(calls) == 2
-    # someone adds a second priority for DSCP 26: replace leaves only ours
-    data = dcb.load()
-    data[NETDEV]['apps'].append([26, 5])
-    dcb.save(data)
-    fixed, calls = run_module(rdma_qos, args, {'dcb': dcb})
+    # a second priority for DSCP 26 (not through mlx5, which keeps one entry per DSCP; another driver's table can have
+    # it): replace leaves only ours
+    data = state.load(node.lab.state_dir, 'gpu01')
+    data['adapters'][NETDEV]['apps'].append([26, 5])
+    state.save(node.lab.state_dir, 'gpu01', data)
+    fixed, calls = run_module(rdma_qos, args, {'dcb': node.dcb})
     assert fixed['changes'] == ['dscp_map[26]: 3,5 -> 3']
-    assert sorted(dcb.load()[NETDEV]['apps']) == [[26, 3], [48, 6]]
+    assert node.dcb_state()[0] == {26: [3], 48: [6]}
     # PCP trust flushes the DSCP entries
-    pcp, calls = run_module(rdma_qos, dict(args, trust='pcp'), {'dcb': dcb})
-    assert pcp['changes'] == ['trust: dscp -> pcp'] and dcb.load()[NETDEV]['apps'] == []
+    pcp, calls = run_module(rdma_qos, dict(args, trust='pcp'), {'dcb': node.dcb})
+    assert pcp['changes'] == ['trust: dscp -> pcp'] and node.dcb_state()[0] == {}
 
 
 def test_dcb_netdev_without_dcb_refused(run_module, tmp_path):
-    node = Node(tmp_path)
-    (node.root / 'sys' / 'class' / 'net' / 'eno1').mkdir()
-    dcb = FakeDcb(tmp_path / 'dcb.json', [NETDEV])
-    result, _calls = run_module(rdma_qos, node.args(netdev='eno1', rdma_device=RDMA, tool='dcb'), {'dcb': dcb})
-    assert result['problems'] == ['netdev: eno1 has no DCB (dcb: Attribute read: Operation not supported); give the '
+    node = Node(tmp_path, profile='hgx-h100-ib', netdev='ibp24s0', rdma='mlx5_0')
+    result, _calls = run_module(rdma_qos, node.args(netdev='ibp24s0', tool='dcb'), {'dcb': node.dcb})
+    assert result['problems'] == ['netdev: ibp24s0 has no DCB (dcb: Attribute read: Operation not supported); give the '
                                   'RoCE port of an adapter with DCB (mlx5)']
