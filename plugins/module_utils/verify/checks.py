@@ -120,7 +120,8 @@ _RECORDS = (
           default=('exactly one MASTER; its GUID one of the SM ports (`verify_ib_sm_guids`, else the `opensm_ports` of the '
                    '`ib_subnet_manager` hosts), or not a GPU node\'s port when the switch or UFM runs the SM '
                    '(`verify_ib_sm_provider`); its priority the configured one (`verify_ib_sm_priority`, else the SM '
-                   'hosts\' highest `opensm_sm_priority`, 15; a switch\'s or UFM\'s SM: only when `verify_ib_sm_priority` is set); no two SMs at one priority; the same master in both reads; '
+                   'hosts\' highest `opensm_sm_priority`, 15; a switch\'s or UFM\'s SM: only when `verify_ib_sm_priority` '
+                   'is set); no two SMs at one priority; the same master in both reads; '
                    'no SM on a GPU node (that node fails and drains; a subnet problem is a cluster result)'),
           source=('the SM election: opensm(8) `--priority` ("master is chosen by priority and GUID", 0 lowest to 15 '
                   'highest); equal priorities leave mastership to the GUID and a restart can move it; an SM on every RDMA node and a '

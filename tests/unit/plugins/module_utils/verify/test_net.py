@@ -240,7 +240,7 @@ def test_ipoib_modes_parses_the_grep_lines():
     assert net.ipoib_modes(text) == {'ibp24s0': 'datagram', 'ibp64s0.8001': 'connected'}
     # grep exits 2 where some file is missing (-s hides the message): the lines it printed still count
     assert net.ipoib_modes(modes(MODES_GREP, rc=2)) == {'ibp24s0': 'datagram', 'ibp64s0': 'connected',
-                                                       'enp170s0f0np0': 'datagram'}
+                                                        'enp170s0f0np0': 'datagram'}
     # no mode file at all (a RoCE node): the pattern matches nothing, grep exits 2 with no output
     assert net.ipoib_modes(modes('', rc=2)) == {}
     # not run, or could not run (no grep): not read
