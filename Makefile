@@ -105,7 +105,7 @@ TEST_JOBS  ?= 2
 TEST_ORDER := lab-check molecule-bringup molecule-slurm molecule-stack molecule-services molecule-verify unit sanity lint \
               molecule-hwsim build-check molecule-preflight
 # Scenarios not yet green end to end stay out of make test until one full run passes (make molecule-<name> runs it).
-# molecule-fabric passed in make test on 2026-12-06 (whole run 85 min here with the demo lab's SM in lab-check): out
+# molecule-fabric passed in make test on 2026-12-06 (whole run 78 min here with the demo lab's SM in lab-check): out
 # again until lab-check is cheaper, so that CI stays well inside its 90 min (docs/development.md).
 TEST_PENDING := molecule-fabric
 TEST_ALL   := $(TEST_ORDER) $(filter-out $(TEST_ORDER) $(TEST_PENDING),$(addprefix molecule-,$(SCENARIOS)))
