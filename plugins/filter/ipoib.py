@@ -2,7 +2,8 @@
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Internal steps of the ipoib role: one host's plan and problems, the fleet's duplicate addresses, the renderer,
-and the mode read back. The decisions live in module_utils/ipoib.py."""
+and the mode read back. The decisions live in module_utils/ipoib.py (the live interfaces against the plan:
+filter fabric_netconf_live_problems, role fabric_netconf)."""
 
 from __future__ import absolute_import, division, print_function
 
@@ -48,10 +49,6 @@ def _ipoib_mode_problems(interfaces, observed):
     return _call('ipoib_mode_problems', 'mode_problems', list(interfaces or []), dict(observed or {}))
 
 
-def _ipoib_live_problems(interfaces, links):
-    return _call('ipoib_live_problems', 'live_problems', list(interfaces or []), links)
-
-
 class FilterModule(object):
     """aicluster.infra ipoib role filters (internal)."""
 
@@ -61,5 +58,4 @@ class FilterModule(object):
             'ipoib_fleet_problems': _ipoib_fleet_problems,
             'ipoib_renderer': _ipoib_renderer,
             'ipoib_mode_problems': _ipoib_mode_problems,
-            'ipoib_live_problems': _ipoib_live_problems,
         }

@@ -23,12 +23,11 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.aicluster.infra.plugins.module_utils.cluster_math import AddressError, _netaddr, ipoib_address
+from ansible_collections.aicluster.infra.plugins.module_utils import netconf
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.ib import checked_hcas
-from ansible_collections.aicluster.infra.plugins.module_utils.verify.net import interfaces as ip_interfaces
 
 MODES = ('datagram', 'connected')
-RENDERERS = ('netplan', 'networkd', 'ifupdown', 'networkmanager')
+RENDERERS = netconf.RENDERERS
 IB_MTUS = (256, 512, 1024, 2048, 4096)
 IPOIB_HEADER = 4
 CONNECTED_MTU = 65520
@@ -49,17 +48,8 @@ UNSET_SKIP = ('ipoib_subnets and ipoib_addresses are empty: no IPoIB address is 
 _NAME = re.compile(r'^[A-Za-z0-9_.:-]{1,15}$')
 
 
-def _int(value):
-    """An int from an int or a decimal/hex string; None for anything else (booleans included)."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    text = str(value).strip().lower() if value is not None else ''
-    try:
-        return int(text, 16) if text.startswith('0x') else int(text)
-    except ValueError:
-        return None
+# The shared helpers (module_utils/netconf.py, also role roce's), under the names this module has always used.
+_int = netconf.as_int
 
 
 def child_name(parent, pkey):
@@ -105,40 +95,8 @@ def partition_mtus(partitions):
     return mtus, problems
 
 
-def _subnet(value, name):
-    netaddr = _netaddr()
-    try:
-        return netaddr.IPNetwork(str(value)).cidr, None
-    except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-        return None, '%s: %r is not a subnet in CIDR form such as 10.10.0.0/16 (%s)' % (name, value, exc)
-
-
-def _usable(network):
-    return max(0, network.size - 2) if network.version == 4 else network.size - 1
-
-
 def _subnets_problems(subnets, variable, rails, fleet_size, offset):
-    """Subnets one per rail: valid, distinct, not overlapping, large enough for fleet_size + offset."""
-    problems, networks = [], []
-    if not isinstance(subnets, list):
-        return ['%s must be a list of subnets, one per rail, got %r' % (variable, subnets)], []
-    if len(subnets) < rails:
-        problems.append('%s has %d subnet(s) for %d rail(s); give one subnet per rail'
-                        % (variable, len(subnets), rails))
-    for index, value in enumerate(subnets):
-        network, problem = _subnet(value, '%s[%d]' % (variable, index))
-        if problem:
-            problems.append(problem)
-            continue
-        if _usable(network) < fleet_size + offset:
-            problems.append('%s[%d]: %s has %d usable addresses, too few for %d nodes + offset %d; use a larger subnet'
-                            % (variable, index, network, _usable(network), fleet_size, offset))
-        for other_index, other in networks:
-            if network.first <= other.last and other.first <= network.last:
-                problems.append('%s[%d] %s overlaps %s[%d] %s; each rail needs its own subnet'
-                                % (variable, index, network, variable, other_index, other))
-        networks.append((index, network))
-    return problems, [network for _index, network in networks]
+    return netconf.subnets_problems(subnets, variable, rails, fleet_size, offset)
 
 
 def find_rails(ib_info, names=None, port=1):
@@ -218,30 +176,7 @@ def _wanted_mtu(mode, configured, ib_mtu, name, pkey):
 
 def _address(name, subnet, settings, rail):
     """(address/prefix, problem) of one interface: ipoib_addresses[name], else ipoib_address(node index, subnet)."""
-    given = (settings.get('addresses') or {}).get(name) if isinstance(settings.get('addresses'), dict) else None
-    if given:
-        netaddr = _netaddr()
-        try:
-            interface = netaddr.IPNetwork(str(given))
-        except (netaddr.AddrFormatError, ValueError, TypeError) as exc:
-            return None, 'ipoib_addresses[%s]: %r is not an address/prefix (%s)' % (name, given, exc)
-        if subnet is not None and (interface.ip not in subnet or interface.prefixlen != subnet.prefixlen):
-            return None, ('ipoib_addresses[%s]: %s is outside rail %d\'s subnet %s (or has another prefix length)'
-                          % (name, given, rail, subnet))
-        if interface.ip in (interface.network, interface.broadcast) and interface.version == 4 \
-                and interface.prefixlen < 31:
-            return None, 'ipoib_addresses[%s]: %s is its subnet\'s network or broadcast address' % (name, given)
-        return '%s/%d' % (interface.ip, interface.prefixlen), None
-    if subnet is None:
-        return None, None  # the subnet's own problem names it
-    index = settings.get('node_index')
-    if _int(index) is None or _int(index) < 0:
-        return None, ('ipoib_node_index: this host has no index (not in ipoib_fleet) and ipoib_addresses has no '
-                      'address for %s; set one of them' % name)
-    try:
-        return ipoib_address(_int(index), str(subnet), _int(settings.get('offset') or 0)), None
-    except AddressError as exc:
-        return None, str(exc)
+    return netconf.address(name, subnet, settings, rail, 'ipoib')
 
 
 def _interfaces(settings, rails, mtus):
@@ -343,13 +278,7 @@ def ipoib_plan(settings, ib_info):
 
 def fleet_problems(plans):
     """host -> plan (or the problems-and-plan dict) -> one line per address held by more than one interface."""
-    owners = {}
-    for host, plan in sorted((plans or {}).items()):
-        for item in (plan or {}).get('interfaces') or []:
-            if item.get('address'):
-                owners.setdefault(item['address'].split('/')[0], []).append('%s %s' % (host, item['name']))
-    return ['ipoib_addresses/ipoib_node_index: %s is given to %s; every interface needs its own address'
-            % (address, ', '.join(holders)) for address, holders in sorted(owners.items()) if len(holders) > 1]
+    return netconf.fleet_problems(plans, 'ipoib')
 
 
 def ipoib_renderer(facts, requested='auto', interfaces=None):
@@ -370,31 +299,7 @@ def ipoib_renderer(facts, requested='auto', interfaces=None):
 
 
 def _renderer(facts, requested):
-    if requested not in ('auto',) + RENDERERS:
-        raise ValueError('ipoib_renderer must be auto or one of %s, got %r' % (', '.join(RENDERERS), requested))
-    if requested != 'auto':
-        return requested
-    facts = facts or {}
-    distribution, family = facts.get('distribution'), facts.get('os_family')
-    if distribution == 'Ubuntu':
-        if not facts.get('netplan'):
-            raise ValueError('Ubuntu without netplan: install netplan.io or set ipoib_renderer')
-        return 'netplan'
-    if family == 'RedHat':
-        if not facts.get('networkmanager_active'):
-            raise ValueError('%s without a running NetworkManager: start it or set ipoib_renderer' % distribution)
-        return 'networkmanager'
-    if family == 'Debian':
-        if facts.get('networkd_active'):
-            return 'networkd'
-        if facts.get('ifupdown'):
-            return 'ifupdown'
-        if facts.get('netplan'):
-            return 'netplan'
-        raise ValueError('Debian with neither systemd-networkd running nor ifupdown or netplan installed; '
-                         'set ipoib_renderer')
-    raise ValueError('no IPoIB renderer for %s (%s); set ipoib_renderer to one of %s'
-                     % (distribution, family, ', '.join(RENDERERS)))
+    return netconf.renderer(facts, requested, 'ipoib', 'IPoIB')
 
 
 def _power_of_two(number):
@@ -462,25 +367,6 @@ def mode_problems(interfaces, observed):
 
 
 def live_problems(interfaces, links):
-    """The plan against the live interfaces (``ip -j -d addr show``, read by ``verify.net.interfaces``): one line per
-    interface that is missing, lacks its address, or runs another MTU or mode; empty when the host is as planned.
-
-    A drift run (``--check``) reports these as changes, and a plain run applies the configuration again.
-    """
-    table = ip_interfaces(links)
-    if table is None:
-        return ['the interfaces could not be read (ip -j -d addr show)']
-    problems = []
-    for item in interfaces or []:
-        live = table.get(item['name'])
-        if live is None:
-            problems.append('%s does not exist' % item['name'])
-            continue
-        address = (item.get('address') or '').split('/')[0]
-        if address and live['ipv4'] != address:
-            problems.append('%s has %s, the plan %s' % (item['name'], live['ipv4'] or 'no IPv4 address', address))
-        if live['mtu'] is not None and live['mtu'] != item['mtu']:
-            problems.append('%s has MTU %d, the plan %d' % (item['name'], live['mtu'], item['mtu']))
-        if live['mode'] and live['mode'] != item['mode']:
-            problems.append('%s is in %s mode, the plan %s' % (item['name'], live['mode'], item['mode']))
-    return problems
+    """The plan against the live interfaces (``ip -j -d addr show``): one line per interface that is missing, lacks
+    its address, or runs another MTU or mode (module_utils/netconf.py, shared with role roce)."""
+    return netconf.live_problems(interfaces, links)

@@ -101,6 +101,9 @@ def wanted_settings(params, tool):
     for name, low, high, what, extra in scalar_ranges:
         if params[name] is not None:
             checks.append(_outside(name, [params[name]], low, high, what, extra))
+    if params['roce_mode'] is not None and params['roce_mode'] not in ROCE_MODES:
+        checks.append('roce_mode: %r is not a RoCE mode (allowed: %s, or null to leave it)'
+                      % (params['roce_mode'], ', '.join(ROCE_MODES)))
     port = _integer(params['port'])
     if port is None or port < 1:
         checks.append('port: %s is not a port number (allowed: 1 and up)' % (params['port'],))

@@ -83,29 +83,30 @@ options:
     elements: int
     default: [3]
   cnp_dscp:
-    description: The DSCP the CNPs carry (C(roce_np/cnp_dscp)); V(null) leaves it.
-    type: int
+    description:
+      - The DSCP the CNPs carry (C(roce_np/cnp_dscp)), an integer 0-63; V(null) leaves it.
+      - Type C(raw) so that V(null) reaches the module (an C(int) option with a default refuses it).
+    type: raw
     default: 48
   cnp_prio:
-    description: The 802.1p priority the CNPs carry (C(roce_np/cnp_802p_prio)); V(null) leaves it.
-    type: int
+    description: The 802.1p priority the CNPs carry (C(roce_np/cnp_802p_prio)), an integer 0-7; V(null) leaves it.
+    type: raw
     default: 6
   roce_tos:
     description:
-      - RDMA-CM's default ToS (configfs C(default_roce_tos), 0-255); V(106) is DSCP 26 with ECT(0) set
+      - RDMA-CM's default ToS (configfs C(default_roce_tos), an integer 0-255); V(106) is DSCP 26 with ECT(0) set
         (26 * 4 + 2). V(null) leaves it.
-    type: int
+    type: raw
     default: 106
   roce_mode:
-    description: RDMA-CM's default RoCE mode (configfs C(default_roce_mode)); V(null) leaves it.
-    type: str
-    choices: ['RoCE v2', 'IB/RoCE v1']
+    description: RDMA-CM's default RoCE mode (configfs C(default_roce_mode)), V(RoCE v2) or V(IB/RoCE v1); V(null) leaves it.
+    type: raw
     default: RoCE v2
   traffic_class:
     description:
-      - The global traffic class of the verbs port (MLNX_OFED C(tc/<port>/traffic_class), 0-255), written only where
-        the file exists; V(null) leaves it.
-    type: int
+      - The global traffic class of the verbs port (MLNX_OFED C(tc/<port>/traffic_class), an integer 0-255), written
+        only where the file exists; V(null) leaves it.
+    type: raw
     default: 106
   tool:
     description:
@@ -222,221 +223,11 @@ problems:
   sample: ["pfc_priorities: 8 is not a priority (allowed: 0-7)"]
 '''
 
-import os
-
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.aicluster.infra.plugins.module_utils import rdma_qos
-from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
-from ansible_collections.aicluster.infra.plugins.module_utils.mlnx_qos import parse_mlnx_qos
-
-ENVIRON = {'LANG': 'C', 'LC_ALL': 'C'}
-_ECN_ABSENT = 'the ECN sysfs files are absent (MLNX_OFED/DOCA has them; the inbox driver does not)'
-_CM_ABSENT = 'the RDMA-CM configfs files are absent (is configfs mounted and rdma_cm loaded?)'
-# traffic_class is left out: only MLNX_OFED has it, its absence is normal on the inbox stack.
-WHY_ABSENT = {'ecn_np': _ECN_ABSENT, 'ecn_rp': _ECN_ABSENT, 'cnp_dscp': _ECN_ABSENT, 'cnp_prio': _ECN_ABSENT,
-              'roce_tos': _CM_ABSENT, 'roce_mode': _CM_ABSENT}
-
-
-class Failure(Exception):
-    """A tool or a file that failed unexpectedly: fail_json's arguments."""
-
-    def __init__(self, **kwargs):
-        super(Failure, self).__init__(kwargs.get('msg'))
-        self.kwargs = kwargs
-
-
-def run(module, argv):
-    rc, out, err = module.run_command(argv, environ_update=ENVIRON)
-    return rc, out, err
-
-
-def read(path):
-    """The text of a sysfs/configfs attribute, or None when it is absent."""
-    try:
-        with open(path) as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
-
-
-def write(path, text):
-    try:
-        with open(path, 'w') as handle:
-            handle.write(text)
-    except (IOError, OSError) as exc:
-        raise Failure(msg='writing %r to %s failed: %s' % (text.strip(), path, exc), path=path)
-
-
-def find_tool(module, params, problems):
-    """('mlnx_qos' or 'dcb', its path), or (None, None) with a problem added."""
-    tool = params['tool']
-    if tool in ('auto', 'mlnx_qos'):
-        path = params['mlnx_qos_path'] or module.get_bin_path('mlnx_qos')
-        if params['mlnx_qos_path'] and not (os.path.isfile(path) and os.access(path, os.X_OK)):
-            problems.append('mlnx_qos_path: %s is not an executable file' % path)
-            return None, None
-        if path:
-            return 'mlnx_qos', path
-        if tool == 'mlnx_qos':
-            problems.append('tool: mlnx_qos is not installed (mlnx-tools, with DOCA or MLNX_OFED; or give '
-                            'mlnx_qos_path)')
-            return None, None
-    path = params['dcb_path'] or module.get_bin_path('dcb')
-    if params['dcb_path'] and not (os.path.isfile(path) and os.access(path, os.X_OK)):
-        problems.append('dcb_path: %s is not an executable file' % path)
-        return None, None
-    if not path:
-        problems.append('tool: neither mlnx_qos (mlnx-tools) nor dcb (iproute2) is installed')
-        return None, None
-    return 'dcb', path
-
-
-def find_rdma_device(params, problems):
-    if params['rdma_device']:
-        return params['rdma_device']
-    folder = os.path.join(params['sysfs_root'], 'class', 'net', params['netdev'], 'device', 'infiniband')
-    names = sorted(os.listdir(folder)) if os.path.isdir(folder) else []
-    if not names:
-        problems.append('rdma_device: %s has no RDMA device (nothing under %s); give rdma_device'
-                        % (params['netdev'], folder))
-        return None
-    return names[0]
-
-
-def read_dcb(module, tool, path, netdev):
-    """(trust/pfc/dscp2prio, None) or (None, why the netdev has no DCB); raises Failure for anything else."""
-    if tool == 'mlnx_qos':
-        argv = [path, '-i', netdev]
-        rc, out, err = run(module, argv)
-        try:
-            parsed = parse_mlnx_qos(out)
-        except ParseError as exc:
-            if rc != 0:
-                # not the report: a traceback or an error of the tool; its last line says what
-                return None, 'mlnx_qos: %s' % ((err or out).strip().splitlines() or ['rc=%d' % rc])[-1]
-            raise Failure(msg='mlnx_qos output not understood: %s' % exc, cmd=argv, rc=rc, stdout=out, stderr=err)
-        why = rdma_qos.mlnx_qos_no_dcb(parsed)
-        if why:
-            return None, 'mlnx_qos: %s' % why
-        if rc != 0:
-            raise Failure(msg='mlnx_qos failed (rc=%d)' % rc, cmd=argv, rc=rc, stdout=out, stderr=err)
-        return rdma_qos.dcb_from_mlnx_qos(parsed), None
-    state = {}
-    for what, parser in (('app', rdma_qos.parse_dcb_app), ('pfc', rdma_qos.parse_dcb_pfc)):
-        argv = [path, '-j', what, 'show', 'dev', netdev]
-        rc, out, err = run(module, argv)
-        if rc != 0:
-            # dcb.c: perror("Attribute read") -> "Attribute read: Operation not supported" (no dcbnl_ops) or
-            # "... No such device"
-            return None, 'dcb: %s' % ((err or out).strip().splitlines() or ['rc=%d' % rc])[0]
-        try:
-            state[what] = parser(out)
-        except ParseError as exc:
-            raise Failure(msg='dcb output not understood: %s' % exc, cmd=argv, rc=rc, stdout=out, stderr=err)
-    return {'trust': 'dscp' if state['app'] else 'pcp', 'pfc': state['pfc'], 'dscp2prio': state['app']}, None
-
-
-def read_number(path, what):
-    text = read(path)
-    if text is None:
-        return None
-    try:
-        return rdma_qos.parse_number(text, what)
-    except ParseError as exc:
-        raise Failure(msg='%s: %s' % (path, exc), path=path)
-
-
-def read_files(file_paths, check_mode):
-    """ECN, CNP, RDMA-CM and traffic-class state; None where absent. RDMA-CM's configfs directory of the device is
-    made when absent (configfs shows the attributes only then); in check mode it is removed again after reading
-    (the values live in the kernel's cma_device, not in the directory)."""
-    state = {}
-    for role, name in (('roce_np', 'ecn_np'), ('roce_rp', 'ecn_rp')):
-        folder = file_paths['ecn_enable'][role]
-        if not os.path.isdir(folder):
-            state[name] = None
-            continue
-        values = [read_number(os.path.join(folder, str(prio)), '%s enable %d' % (role, prio))
-                  for prio in rdma_qos.PRIORITIES]
-        state[name] = None if None in values else [prio for prio, value in enumerate(values) if value]
-    state['cnp_dscp'] = read_number(file_paths['cnp_dscp'], 'cnp_dscp')
-    state['cnp_prio'] = read_number(file_paths['cnp_prio'], 'cnp_802p_prio')
-    state['roce_tos'] = state['roce_mode'] = state['traffic_class'] = None
-    if 'rdma_cm_device' not in file_paths:
-        return state
-    made = False
-    if os.path.isdir(file_paths['rdma_cm']) and not os.path.isdir(file_paths['rdma_cm_device']):
-        try:
-            os.mkdir(file_paths['rdma_cm_device'])
-            made = True
-        except OSError as exc:
-            raise Failure(msg='mkdir %s failed: %s' % (file_paths['rdma_cm_device'], exc),
-                          path=file_paths['rdma_cm_device'])
-    try:
-        state['roce_tos'] = read_number(file_paths['roce_tos'], 'default_roce_tos')
-        mode = read(file_paths['roce_mode'])
-        if mode is not None:
-            try:
-                state['roce_mode'] = rdma_qos.parse_roce_mode(mode)
-            except ParseError as exc:
-                raise Failure(msg='%s: %s' % (file_paths['roce_mode'], exc), path=file_paths['roce_mode'])
-    finally:
-        if made and check_mode:
-            try:
-                os.rmdir(file_paths['rdma_cm_device'])
-            except OSError:
-                pass
-    text = read(file_paths['traffic_class'])
-    if text is not None:
-        try:
-            state['traffic_class'] = rdma_qos.parse_traffic_class(text)
-        except ParseError as exc:
-            raise Failure(msg='%s: %s' % (file_paths['traffic_class'], exc), path=file_paths['traffic_class'])
-    return state
-
-
-def read_state(module, tool, path, params, file_paths, problems):
-    dcb, why = read_dcb(module, tool, path, params['netdev'])
-    if why:
-        problems.append('netdev: %s has no DCB (%s); give the RoCE port of an adapter with DCB (mlx5)'
-                        % (params['netdev'], why))
-        return None
-    state = dict(dcb)
-    state.update(read_files(file_paths, module.check_mode))
-    return state
-
-
-def apply(module, tool, path, params, settings, state, file_paths):
-    """Change what differs; returns the commands and writes done."""
-    netdev = params['netdev']
-    done = []
-
-    def tool_run(argv):
-        rc, out, err = run(module, argv)
-        if rc != 0:
-            raise Failure(msg='%s failed (rc=%d)' % (os.path.basename(argv[0]), rc), cmd=argv, rc=rc, stdout=out,
-                          stderr=err, cmds=done)
-        done.append(' '.join(argv))
-        return out
-
-    if tool == 'mlnx_qos':
-        argv = rdma_qos.mlnx_qos_trust_pfc_argv(path, netdev, settings, state)
-        if argv:
-            try:
-                state = dict(state, **rdma_qos.dcb_from_mlnx_qos(parse_mlnx_qos(tool_run(argv))))
-            except ParseError as exc:
-                raise Failure(msg='mlnx_qos output not understood: %s' % exc, cmd=argv, cmds=done)
-        argv = rdma_qos.mlnx_qos_dscp_argv(path, netdev, settings, state)
-        if argv:
-            tool_run(argv)
-    else:
-        for argv in rdma_qos.dcb_argvs(path, netdev, settings, state):
-            tool_run(argv)
-    for target, text in rdma_qos.file_writes(file_paths, settings, state):
-        write(target, text)
-        done.append('%s = %s' % (target, text.strip()))
-    return done
+from ansible_collections.aicluster.infra.plugins.module_utils import rdma_qos_host
+from ansible_collections.aicluster.infra.plugins.module_utils.rdma_qos_host import DEFAULTS, ENVIRON, Failure
 
 
 def main():
@@ -444,79 +235,51 @@ def main():
         argument_spec=dict(
             netdev=dict(type='str', required=True),
             rdma_device=dict(type='str'),
-            port=dict(type='int', default=1),
-            trust=dict(type='str', default='dscp', choices=list(rdma_qos.TRUSTS)),
-            pfc_priorities=dict(type='list', elements='int', default=[3]),
-            dscp_map=dict(type='dict', default={'26': 3, '48': 6}),
-            ecn_priorities=dict(type='list', elements='int', default=[3]),
-            cnp_dscp=dict(type='int', default=48),
-            cnp_prio=dict(type='int', default=6),
-            roce_tos=dict(type='int', default=106),
-            roce_mode=dict(type='str', default='RoCE v2', choices=list(rdma_qos.ROCE_MODES)),
-            traffic_class=dict(type='int', default=106),
-            tool=dict(type='str', default='auto', choices=['auto', 'mlnx_qos', 'dcb']),
+            port=dict(type='int', default=DEFAULTS['port']),
+            trust=dict(type='str', default=DEFAULTS['trust'], choices=list(rdma_qos.TRUSTS)),
+            pfc_priorities=dict(type='list', elements='int', default=DEFAULTS['pfc_priorities']),
+            dscp_map=dict(type='dict', default=DEFAULTS['dscp_map']),
+            ecn_priorities=dict(type='list', elements='int', default=DEFAULTS['ecn_priorities']),
+            # raw: null (leave the setting) must reach the module; wanted_settings checks the values
+            cnp_dscp=dict(type='raw', default=DEFAULTS['cnp_dscp']),
+            cnp_prio=dict(type='raw', default=DEFAULTS['cnp_prio']),
+            roce_tos=dict(type='raw', default=DEFAULTS['roce_tos']),
+            roce_mode=dict(type='raw', default=DEFAULTS['roce_mode']),
+            traffic_class=dict(type='raw', default=DEFAULTS['traffic_class']),
+            tool=dict(type='str', default=DEFAULTS['tool'], choices=['auto', 'mlnx_qos', 'dcb']),
             mlnx_qos_path=dict(type='path'),
             dcb_path=dict(type='path'),
-            sysfs_root=dict(type='path', default='/sys'),
-            configfs_root=dict(type='path', default='/sys/kernel/config'),
+            sysfs_root=dict(type='path', default=DEFAULTS['sysfs_root']),
+            configfs_root=dict(type='path', default=DEFAULTS['configfs_root']),
         ),
         supports_check_mode=True,
     )
     params = module.params
-    problems = []
-    tool, path = find_tool(module, params, problems)
-    settings, bad, warnings = rdma_qos.wanted_settings(params, tool)
-    problems.extend(bad)
-    netdev_dir = os.path.join(params['sysfs_root'], 'class', 'net', params['netdev'])
-    state = None
-    rdma_device = None
     try:
-        if not os.path.isdir(netdev_dir):
-            problems.append('netdev: %s does not exist (no %s)' % (params['netdev'], netdev_dir))
-        else:
-            rdma_device = find_rdma_device(params, problems)
-            file_paths = rdma_qos.paths(params['sysfs_root'], params['configfs_root'], params['netdev'],
-                                        rdma_device, params['port'])
-            if tool:
-                state = read_state(module, tool, path, params, file_paths, problems)
-        if problems:
-            module.fail_json(msg='rdma_qos %s: nothing changed: %s' % (params['netdev'], '; '.join(problems)),
-                             problems=problems)
-        for warning in warnings:
-            module.warn(warning)
-        missing = rdma_qos.unavailable(settings, state)
-        for name in missing:
-            if name in WHY_ABSENT:
-                module.warn('%s on %s: not changed, %s' % (name, params['netdev'], WHY_ABSENT[name]))
-        cmds = []
-        if module.check_mode or not rdma_qos.differing(settings, state):
-            after = rdma_qos.predict(state, settings)
-        else:
-            cmds = apply(module, tool, path, params, settings, state, file_paths)
-            after = read_state(module, tool, path, params, file_paths, problems)
-            if after is None:
-                raise Failure(msg='rdma_qos %s: the DCB state could not be read back: %s'
-                              % (params['netdev'], '; '.join(problems)), cmds=cmds)
-            left = rdma_qos.differing(settings, after)
-            if left:
-                raise Failure(msg='rdma_qos %s: still differs after the changes: %s'
-                              % (params['netdev'], ', '.join(left)), cmds=cmds,
-                              current=rdma_qos.json_state(after))
+        # the same code re-applies the settings at boot (roles/roce/files/aicluster-roce-qos)
+        result = rdma_qos_host.ensure(
+            params, run=lambda argv: module.run_command(argv, environ_update=ENVIRON),
+            which=module.get_bin_path, check_mode=module.check_mode)
     except Failure as exc:
         module.fail_json(**exc.kwargs)
-    changes = rdma_qos.changes(state, after, settings)
+    if result['problems']:
+        module.fail_json(msg='rdma_qos %s: nothing changed: %s' % (params['netdev'], '; '.join(result['problems'])),
+                         problems=result['problems'])
+    for warning in result['warnings']:
+        module.warn(warning)
+    settings, state, after = result['settings'], result['state'], result['after']
+    header = '%s (%s)' % (params['netdev'], result['rdma_device'])
     module.exit_json(
-        changed=bool(changes),
+        changed=bool(result['changes']),
         settings=rdma_qos.json_settings(settings),
         current=rdma_qos.json_state(state),
-        changes=changes,
+        changes=result['changes'],
         diff={'before': rdma_qos.diff_text(state, settings), 'after': rdma_qos.diff_text(after, settings),
-              'before_header': '%s (%s)' % (params['netdev'], rdma_device),
-              'after_header': '%s (%s)' % (params['netdev'], rdma_device)},
-        unavailable=missing,
-        cmds=cmds,
-        tool=tool,
-        rdma_device=rdma_device,
+              'before_header': header, 'after_header': header},
+        unavailable=result['unavailable'],
+        cmds=result['cmds'],
+        tool=result['tool'],
+        rdma_device=result['rdma_device'],
     )
 
 

@@ -105,9 +105,12 @@ NVIDIA_SIZES = {'open': 14331904, 'proprietary': 56201216}
 BOOT_RDMA = ('mlx5_core', 'mlx5_ib', 'ib_umad', 'ib_ipoib', 'rdma_ucm')
 BOOT_NVIDIA = ('nvidia', 'nvidia_uvm')
 # The units `hwsim reboot` restarts when they are enabled, in this order: the fresh rails (hwsim/rails.py) and the
-# network configuration that brings them up again (a lab with hwsim_fresh_rails), then the NVIDIA units.
+# network configuration that brings them up again (a lab with hwsim_fresh_rails), then the NVIDIA units, then the roce
+# role's unit that applies the RoCE QoS again (after the driver and the network, as at a real boot: the reboot's
+# driver start reset it, hwsim/roce.py).
 SERVICES = ('hwsim-rails.service', 'systemd-networkd.service',
-            'nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvidia-imex.service', 'nvidia-dcgm.service')
+            'nvidia-persistenced.service', 'nvidia-fabricmanager.service', 'nvidia-imex.service', 'nvidia-dcgm.service',
+            'aicluster-roce-qos.service')
 
 
 class ModuleError(Exception):

@@ -1,7 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright (c) 2026, aicluster.infra contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The ipoib role's templates rendered from a plan and read back by the real parsers where this machine has them:
+"""The ipoib role's templates (the network files are role fabric_netconf's, shared with role roce) rendered from a plan
+and read back by the real parsers where this machine has them:
 systemd-networkd's own key table (the Section.Key names in its binary), `netplan generate --root-dir`, `ifquery -i`;
 NetworkManager keyfiles with configparser (NM's keyfile format is a GKeyFile)."""
 
@@ -21,6 +22,16 @@ from _role_templates import render_template, render_template_text
 from ansible_collections.aicluster.infra.plugins.module_utils import ipoib
 
 ROLE = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'ipoib')
+NETCONF = os.path.join(os.path.dirname(__file__), '..', '..', '..', 'roles', 'fabric_netconf')
+# the ipoib role's files, by the names they had before fabric_netconf: role, template
+TEMPLATES = {
+    'etc/systemd/network/aicluster-ipoib.network': (NETCONF, 'etc/systemd/network/aicluster.network'),
+    'etc/systemd/network/aicluster-ipoib.netdev': (NETCONF, 'etc/systemd/network/aicluster.netdev'),
+    'etc/netplan/60-aicluster-ipoib.yaml': (NETCONF, 'etc/netplan/60-aicluster.yaml'),
+    'etc/network/interfaces.d/aicluster-ipoib': (NETCONF, 'etc/network/interfaces.d/aicluster'),
+    'etc/NetworkManager/system-connections/aicluster-ipoib.nmconnection':
+        (NETCONF, 'etc/NetworkManager/system-connections/aicluster.nmconnection'),
+}
 NETWORKD = '/lib/systemd/systemd-networkd'
 NETPLAN = shutil.which('netplan') or '/usr/sbin/netplan'
 IFQUERY = shutil.which('ifquery') or '/usr/sbin/ifquery'
@@ -38,9 +49,13 @@ def _plan(**overrides):
 
 def render(name, plan, **variables):
     """A template of the role rendered as the template module would (``item`` for the per-interface ones)."""
-    values = {'__ipoib_plan': dict(plan, sysctl={}), 'ipoib_nodes_per_subnet': 4}
+    values = {'__ipoib_plan': dict(plan, sysctl={}), 'ipoib_nodes_per_subnet': 4,
+              # role fabric_netconf's variables, as tasks/main.yml passes them
+              'fabric_netconf_name': 'ipoib', 'fabric_netconf_kind': 'ipoib',
+              'fabric_netconf_interfaces': plan['interfaces']}
     values.update(variables)
-    return render_template(os.path.join(ROLE, 'templates', name + '.j2'), values)
+    role, template = TEMPLATES.get(name, (ROLE, name))
+    return render_template(os.path.join(role, 'templates', template + '.j2'), values)
 
 
 def _ini(text):
@@ -154,8 +169,9 @@ def test_the_sysctl_file():
                      'net.ipv4.neigh.default.gc_thresh3 = 16384']
 
 
-def test_every_template_starts_with_ansible_managed():
-    for root, _dirs, files in os.walk(os.path.join(ROLE, 'templates')):
+@pytest.mark.parametrize('role', [ROLE, NETCONF], ids=['ipoib', 'fabric_netconf'])
+def test_every_template_starts_with_ansible_managed(role):
+    for root, _dirs, files in os.walk(os.path.join(role, 'templates')):
         for name in files:
             with open(os.path.join(root, name), encoding='utf-8') as handle:
                 assert handle.readline().strip() == '{{ ansible_managed | comment }}', name

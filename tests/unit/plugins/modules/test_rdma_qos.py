@@ -206,6 +206,28 @@ def test_bad_input_refused_one_line_per_parameter_nothing_changed(run_module, no
     assert snapshot(node.root) == before and node.qos()['trust'] == 'pcp'
 
 
+def test_null_leaves_a_setting_and_a_bad_scalar_is_refused_by_the_module(run_module, node):
+    # cnp_dscp, cnp_prio, roce_tos, roce_mode and traffic_class take null ("leave it"), so they are raw options: an int
+    # option with a default would refuse null before the module runs
+    cm_port = ('config', 'rdma_cm', RDMA, 'ports', '1')
+    result, _calls = run_module(rdma_qos, node.args(cnp_dscp=None, cnp_prio=None, roce_tos=None, roce_mode=None,
+                                                    traffic_class=None), {'mlnx_qos': node.tool})
+    assert result.get('failed') is not True, result.get('msg')
+    assert result['settings']['cnp_dscp'] is None and result['settings']['roce_mode'] is None
+    assert not any(line.split(':')[0] in ('cnp_dscp', 'cnp_prio', 'roce_tos', 'roce_mode', 'traffic_class')
+                   for line in result['changes'])
+    assert node.read('sys', 'class', 'net', NETDEV, 'ecn', 'roce_np', 'cnp_dscp') == '0\n'
+    assert node.read(*(cm_port + ('default_roce_tos',))) == '0\n'
+    before = snapshot(node.root)
+    result, calls = run_module(rdma_qos, node.args(cnp_dscp='forty', roce_mode='RoCE v3', roce_tos=True),
+                               {'mlnx_qos': node.tool})
+    assert result['failed'] is True and result['problems'] == [
+        'cnp_dscp: forty is not a DSCP (allowed: 0-63, or null to leave it)',
+        'roce_tos: True is not a ToS (allowed: 0-255, or null to leave it)',
+        "roce_mode: 'RoCE v3' is not a RoCE mode (allowed: RoCE v2, IB/RoCE v1, or null to leave it)"]
+    assert snapshot(node.root) == before
+
+
 def test_unknown_parameter_and_bad_choice_refused_by_ansible(run_module, node):
     result, calls = run_module(rdma_qos, node.args(pfc=[3]), {'mlnx_qos': node.tool})
     assert result['failed'] is True and 'Unsupported parameters' in result['msg'] and 'pfc' in result['msg']
