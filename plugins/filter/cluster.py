@@ -57,9 +57,11 @@ def _gres_conf(gpu_info, node_name=None, autodetect=None, threads_per_core=None,
                  cpu_topology=cpu_topology)
 
 
-def _nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None):
+def _nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None,
+              gid_index='auto', active_only=True):
     return _call('nccl_env', _function('nccl_env'), ib_info, hca_include=hca_include, hca_exclude=hca_exclude,
-                 socket_ifname=socket_ifname, link_layer=link_layer, extra=extra)
+                 socket_ifname=socket_ifname, link_layer=link_layer, extra=extra, gid_index=gid_index,
+                 active_only=active_only)
 
 
 def _ipoib_address(index, subnet, offset=0):

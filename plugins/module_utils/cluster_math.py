@@ -327,7 +327,8 @@ def _matches(entries, hca, port):
     return any(entry == hca or entry == '%s:%s' % (hca, port) for entry in entries)
 
 
-def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None):
+def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, link_layer=None, extra=None,
+             gid_index='auto', active_only=True):
     """NCCL environment variables for the GPU fabric described by the ib_info facts.
 
     ``NCCL_IB_HCA`` is ``=mlx5_0:1,mlx5_1:1,...``: the active ports of the
@@ -342,6 +343,14 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
     ``nvswitch_bridge``/``nvswitch_bridges``) are never candidates.  Raises
     ValueError when no port qualifies, an included HCA is missing or down, or
     RoCE ports disagree on the GID index.
+
+    ``gid_index``: ``'auto'`` (the ports' common index, as above), an integer
+    (written as given, any link layer), or None/``''`` (not set: NCCL 2.21 and
+    later choose the RoCE v2 IPv4 GID per port themselves).  ``active_only``
+    False takes every port of the link layer whatever its state (NCCL skips
+    ports that are not Active when it starts, src/transport/net_ib/init.cc), so
+    a port that comes back is used without a new file; the GID index is then
+    read from the Active ones.
     """
     if not isinstance(ib_info, dict) or not isinstance(ib_info.get('hcas'), list):
         raise ValueError('ib_info must be the ib_info facts: a dict with an hcas list')
@@ -357,13 +366,15 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
         for port in hca.get('ports') or []:
             ports.append((hca['name'], port))
     active = [(name, port) for name, port in ports if _is_active(port)]
+    pool = active if active_only else ports
+    state = 'active ' if active_only else ''
 
     if include:
         known = set(name for name, _port in ports) | set('%s:%s' % (name, port.get('port')) for name, port in ports)
         missing = [entry for entry in include if entry not in known]
         if missing:
             raise ValueError('hca_include names HCAs/ports that ib_info does not have: %s' % ', '.join(missing))
-        chosen = [(name, port) for name, port in active if _matches(include, name, port.get('port'))]
+        chosen = [(name, port) for name, port in pool if _matches(include, name, port.get('port'))]
         down = [entry for entry in include if not any(_matches([entry], name, port.get('port')) for name, port in chosen)]
         if down:
             raise ValueError('hca_include names HCAs/ports with no active port: %s' % ', '.join(down))
@@ -377,20 +388,27 @@ def nccl_env(ib_info, hca_include=None, hca_exclude=None, socket_ifname=None, li
     else:
         if link_layer is not None:
             layer = _link_layer(link_layer)
-        elif any(str(port.get('link_layer') or '').lower() == 'infiniband' for _name, port in active):
+        elif any(str(port.get('link_layer') or '').lower() == 'infiniband' for _name, port in pool):
             layer = 'InfiniBand'
         else:
             layer = 'Ethernet'
-        chosen = [(name, port) for name, port in active
+        chosen = [(name, port) for name, port in pool
                   if str(port.get('link_layer') or '').lower() == layer.lower()
                   and not _matches(exclude, name, port.get('port'))]
     if not chosen:
-        raise ValueError('no active %s port left for NCCL_IB_HCA (%d ports, %d active, excluded: %s)'
-                         % (layer, len(ports), len(active), ', '.join(exclude) or 'none'))
+        raise ValueError('no %s%s port left for NCCL_IB_HCA (%d ports, %d active, excluded: %s)'
+                         % (state, layer, len(ports), len(active), ', '.join(exclude) or 'none'))
     chosen.sort(key=lambda item: (hostlist_sort_key(item[0]), int(item[1].get('port') or 0)))
     env = {'NCCL_IB_HCA': '=' + ','.join('%s:%s' % (name, port.get('port')) for name, port in chosen)}
-    if layer == 'Ethernet':
-        indexes = dict(('%s:%s' % (name, port.get('port')), port.get('roce_v2_gid_index')) for name, port in chosen)
+    if gid_index not in ('auto', None, ''):
+        if isinstance(gid_index, bool) or not str(gid_index).strip().isdigit():
+            raise ValueError('gid_index must be auto, an index (0 or more) or empty, got %r' % (gid_index,))
+        env['NCCL_IB_GID_INDEX'] = str(int(str(gid_index).strip()))
+    elif gid_index == 'auto' and layer == 'Ethernet':
+        indexes = dict(('%s:%s' % (name, port.get('port')), port.get('roce_v2_gid_index')) for name, port in chosen
+                       if active_only or _is_active(port))
+        if not indexes:
+            raise ValueError('no Active RoCE port to read the RoCE v2 GID index from')
         unknown = sorted(key for key, value in indexes.items() if value is None)
         if unknown:
             raise ValueError('RoCE v2 GID index unknown for %s' % ', '.join(unknown))

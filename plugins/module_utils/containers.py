@@ -88,6 +88,11 @@ def enroot_problems(settings):
             problems.append('enroot_config: %r is not an enroot setting (ENROOT_*, *_proxy, SSL_CERT_*)' % key)
         elif re.search(r'[\n\r\0]', str(value)):
             problems.append('enroot_config.%s: the value must be one line' % key)
+    mount = settings.get('nccl_conf_mount') or ''
+    if mount and (not isinstance(mount, str) or not mount.startswith('/') or posixpath.normpath(mount) != mount
+                  or re.search(r'\s', mount)):
+        problems.append('enroot_nccl_conf_mount must be empty or an absolute, normalised path without blanks (an '
+                        'fstab field), got %r' % (mount,))
     problems += environ_problems('enroot_nccl_env', settings.get('nccl_env'))
     problems += environ_problems('enroot_environ', settings.get('environ'))
     unknown = sorted(set(settings.get('hooks') or []) - set(settings.get('known_hooks') or []))

@@ -70,6 +70,29 @@ def _gid_row(match):
     }
 
 
+ZERO_GID = '0000:0000:0000:0000:0000:0000:0000:0000'
+_SYSFS_GID_RE = re.compile(r'^[0-9a-fA-F]{4}(?::[0-9a-fA-F]{4}){7}$')
+
+
+def gid_row_from_sysfs(dev, port, index, gid, gid_type, ndev):
+    """One GID table entry as the kernel shows it in sysfs, in the form ``parse_show_gids`` gives (show_gids reads the
+    same files): ``gid`` from ``ports/PORT/gids/INDEX``, ``gid_type`` from ``gid_attrs/types/INDEX`` (``IB/RoCE v1``
+    or ``RoCE v2``; None where the kernel refuses the read, an unused entry) and ``ndev`` from ``gid_attrs/ndevs/INDEX``
+    (Linux Documentation/ABI/testing/sysfs-class-infiniband). None for an unused entry (all zero, or no type)."""
+    gid = (gid or '').strip().lower()
+    if not _SYSFS_GID_RE.match(gid) or gid == ZERO_GID or gid_type is None:
+        return None
+    groups = gid.split(':')
+    ipv4 = ''
+    if groups[:6] == ['0000'] * 5 + ['ffff']:
+        value = int(groups[6] + groups[7], 16)
+        ipv4 = '.'.join(str((value >> shift) & 0xff) for shift in (24, 16, 8, 0))
+    kind = gid_type.strip()
+    version = 'v2' if kind.endswith('v2') else 'v1' if kind.endswith('v1') else None
+    return {'dev': dev, 'port': int(port), 'index': int(index), 'gid': gid, 'ipv4': ipv4, 'version': version,
+            'netdev': (ndev or '').strip()}
+
+
 def parse_show_gids(text):
     """Parse ``show_gids`` output into a list of GID entries in input order.
 

@@ -15,8 +15,9 @@ version_added: 0.1.0
 description:
   - Runs C(ibstat) and returns every channel adapter (HCA) with its ports, state, rate, LIDs and GUIDs.
   - When C(ibdev2netdev) is installed, adds each port's network interface and its link state.
-  - When C(show_gids) is installed, adds each port's GID table and the RoCE v2 GID index that NCCL
-    C(NCCL_IB_GID_INDEX) needs.
+  - Adds each port's GID table and the RoCE v2 GID index that NCCL C(NCCL_IB_GID_INDEX) needs, from C(show_gids) when it
+    is installed, else from the same sysfs files it reads (C(SYSFS/class/infiniband/HCA/ports/N/gids/I),
+    C(gid_attrs/types/I), C(gid_attrs/ndevs/I)), since the inbox rdma-core stack has no C(show_gids).
   - When C(ibv_devinfo) is installed, adds each adapter's PSID (C(board_id)) and each port's active and maximum RDMA
     path MTU.
   - When C(ofed_info) is installed, returns the MLNX_OFED / DOCA-OFED version.
@@ -50,7 +51,8 @@ options:
     version_added: 0.3.0
   sysfs_root:
     description:
-      - The directory read as C(/sys) for the adapters' VPD. The lab points it at hwsim's simulated tree.
+      - The directory read as C(/sys) for the adapters' VPD, and for the GID tables where C(show_gids) is missing. The lab
+        points it at hwsim's simulated tree.
     type: path
     default: /sys
     version_added: 0.3.0
@@ -179,7 +181,7 @@ hcas:
         roce_v2_gid_index:
           description:
             - The lowest-index RoCE v2 GID that carries an IPv4 address, else the lowest RoCE v2 GID index.
-            - V(null) without C(show_gids) or when the port has no RoCE v2 GID (InfiniBand ports).
+            - V(null) without a GID table (neither C(show_gids) nor the sysfs files) or when the port has no RoCE v2 GID (InfiniBand ports).
           type: int
           sample: 3
         active_mtu:
@@ -193,7 +195,7 @@ hcas:
           type: int
           sample: 4096
         gids:
-          description: The port's GID table from C(show_gids) (empty without it), by index.
+          description: The port's GID table from C(show_gids), else from sysfs (empty without either), by index.
           type: list
           elements: dict
           sample:
@@ -249,7 +251,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.errors import Pars
 from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat
 from ansible_collections.aicluster.infra.plugins.module_utils.ibv_devinfo import parse_ibv_devinfo
 from ansible_collections.aicluster.infra.plugins.module_utils.nvswitch import is_bridge_vpd
-from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import parse_ibdev2netdev, parse_show_gids
+from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import gid_row_from_sysfs, parse_ibdev2netdev, parse_show_gids
 
 C_LOCALE = {'LANG': 'C', 'LC_ALL': 'C'}
 
@@ -343,6 +345,38 @@ def merge_mtus(cas, devinfo):
     return cas
 
 
+def _read_text(path):
+    """A sysfs file's text, or None where the kernel refuses it (EINVAL for an unused GID entry) or it is absent."""
+    try:
+        with open(path, 'r') as handle:
+            return handle.read()
+    except (OSError, ValueError):
+        return None
+
+
+def sysfs_gids(sysfs_root, cas):
+    """The GID tables of ``cas``' ports from SYSFS/class/infiniband/HCA/ports/N/{gids,gid_attrs/types,gid_attrs/ndevs}
+    (what show_gids reads), as parse_show_gids rows; for hosts without show_gids (the inbox rdma-core stack)."""
+    rows = []
+    for ca in cas:
+        for port in ca.get('ports') or []:
+            base = os.path.join(sysfs_root, 'class', 'infiniband', ca.get('name') or '', 'ports', str(port.get('port')))
+            try:
+                names = [name for name in os.listdir(os.path.join(base, 'gids')) if name.isdigit()]
+            except OSError:
+                continue
+            for name in sorted(names, key=int):
+                gid = _read_text(os.path.join(base, 'gids', name))
+                if gid is None or gid.strip().lower() == '0000:0000:0000:0000:0000:0000:0000:0000':
+                    continue
+                row = gid_row_from_sysfs(ca.get('name'), port.get('port'), name, gid,
+                                         _read_text(os.path.join(base, 'gid_attrs', 'types', name)),
+                                         _read_text(os.path.join(base, 'gid_attrs', 'ndevs', name)))
+                if row:
+                    rows.append(row)
+    return rows
+
+
 def is_bridge(sysfs_root, name):
     """Whether the RDMA device's PCI function is an NVSwitch bridge (VPD with SW_MNG); False when unreadable."""
     try:
@@ -393,6 +427,8 @@ def main():
 
     netdevs = _optional(module, 'ibdev2netdev', parse_ibdev2netdev)
     gids = _optional(module, 'show_gids', parse_show_gids)
+    if gids is None:
+        gids = sysfs_gids(module.params['sysfs_root'], cas)
     merge_ports(cas, netdevs, gids)
     merge_mtus(cas, _optional(module, 'ibv_devinfo', parse_ibv_devinfo))
 

@@ -282,6 +282,39 @@ def test_nccl_env_errors(info, kwargs, message):
         nccl_env(info, **kwargs)
 
 
+@pytest.mark.parametrize('info, kwargs, expected', [
+    (_ib_roce((3, 3)), {'gid_index': None}, {'NCCL_IB_HCA': '=mlx5_0:1,mlx5_1:1'}),
+    (_ib_roce((3, None)), {'gid_index': ''}, {'NCCL_IB_HCA': '=mlx5_0:1,mlx5_1:1'}),
+    (_ib_roce((3, 1)), {'gid_index': 5}, {'NCCL_IB_HCA': '=mlx5_0:1,mlx5_1:1', 'NCCL_IB_GID_INDEX': '5'}),
+    (_ib_dgx(), {'gid_index': '0'}, {'NCCL_IB_HCA': ALL_IB, 'NCCL_IB_GID_INDEX': '0'}),
+    (_ib_dgx(), {'active_only': False}, {'NCCL_IB_HCA': ALL_IB.replace('mlx5_6:1,', 'mlx5_6:1,mlx5_7:1,')}),
+    (_ib_dgx(), {'active_only': False, 'hca_include': ['mlx5_7', 'mlx5_0']}, {'NCCL_IB_HCA': '=mlx5_0:1,mlx5_7:1'}),
+    ({'hcas': [_hca('mlx5_0', _port(layer='Ethernet', gid=3)), _hca('mlx5_1', _port(layer='Ethernet', state='Down'))]},
+     {'active_only': False}, {'NCCL_IB_HCA': '=mlx5_0:1,mlx5_1:1', 'NCCL_IB_GID_INDEX': '3'}),
+], ids=['gid-none', 'gid-empty', 'gid-index', 'gid-index-ib', 'down-port-kept', 'include-down', 'gid-of-active-only'])
+def test_nccl_env_gid_index_and_ports_that_are_not_active(info, kwargs, expected):
+    assert nccl_env(info, **kwargs) == expected
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    ({'gid_index': 'nccl'}, 'gid_index must be auto, an index'),
+    ({'gid_index': True}, 'gid_index must be auto, an index'),
+    ({'gid_index': -1}, 'gid_index must be auto, an index'),
+])
+def test_nccl_env_refuses_a_gid_index_that_is_none(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        nccl_env(_ib_roce(), **kwargs)
+
+
+def test_nccl_env_without_active_ports_says_so():
+    down = {'hcas': [_hca('mlx5_0', _port(layer='Ethernet', state='Down'))]}
+    assert nccl_env(down, active_only=False, gid_index=None) == {'NCCL_IB_HCA': '=mlx5_0:1'}
+    with pytest.raises(ValueError, match='no Active RoCE port to read the RoCE v2 GID index from'):
+        nccl_env(down, active_only=False)
+    with pytest.raises(ValueError, match='no InfiniBand port left for NCCL_IB_HCA'):
+        nccl_env({'hcas': [_hca('mlx5_0', _port())]}, hca_exclude=['mlx5_0'], active_only=False)
+
+
 def test_nccl_env_does_not_modify_input():
     info = _ib_dgx()
     before = copy.deepcopy(info)

@@ -22,13 +22,14 @@ ENROOT = {'repository': REPO_HPC, 'version': '3.5.0-1', 'data_path': '/var/lib/e
           'cache_path': '/var/lib/enroot/cache/group-$(id -g)', 'runtime_path': '/run/enroot/user-$(id -u)',
           'config': {'ENROOT_MOUNT_HOME': 'yes'}, 'nccl_env': {'NCCL_IB_HCA': '=mlx5_0:1'}, 'environ': {},
           'hooks': ['50-slurm-pmi.sh'], 'known_hooks': ['50-slurm-pmi.sh', '50-slurm-pytorch.sh'],
-          'allowed_filesystems': []}
+          'allowed_filesystems': [], 'nccl_conf_mount': '/etc/nccl.conf'}
 FINDMNT = ('/ overlay\n/proc proc\n/raid xfs\n/home nfs4\n/shared/images nfs\n/lus lustre\n'
            '/mnt/with\\x20blank ext4\n')
 
 
 def test_the_default_enroot_settings_pass():
     assert c.enroot_problems(ENROOT) == []
+    assert c.enroot_problems(dict(ENROOT, nccl_conf_mount='', nccl_env={})) == []
 
 
 @pytest.mark.parametrize('change, needle', [
@@ -43,8 +44,10 @@ def test_the_default_enroot_settings_pass():
     ({'environ': {'A': 'x\ny'}}, 'enroot_environ.A: the value must be one line'),
     ({'hooks': ['50-nope.sh']}, '50-nope.sh not among'),
     ({'allowed_filesystems': ['ext4']}, 'ext4 are not network file systems'),
+    ({'nccl_conf_mount': 'nccl.conf'}, 'enroot_nccl_conf_mount must be empty or an absolute'),
+    ({'nccl_conf_mount': '/etc/my nccl.conf'}, 'without blanks (an fstab field)'),
 ], ids=['empty-url', 'bad-url', 'no-key', 'wildcard', 'relative', 'no-fixed-dir', 'setting', 'env-name',
-        'env-value', 'hook', 'allowed-local'])
+        'env-value', 'hook', 'allowed-local', 'nccl-mount-relative', 'nccl-mount-blank'])
 def test_enroot_problems_name_the_variable(change, needle):
     problems = c.enroot_problems(dict(ENROOT, **change))
     assert len(problems) == 1 and needle in problems[0], problems

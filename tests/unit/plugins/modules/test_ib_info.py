@@ -221,3 +221,48 @@ def test_nvswitch_bridges_are_left_out_of_the_hcas(run_module, tmp_path):
     # without a readable VPD (a container, another sysfs) nothing is a bridge
     plain, _calls = run_module(ib_info, {'sysfs_root': str(tmp_path / 'none')}, {'ibstat': (0, text, '')})
     assert len(plain['hcas']) == 6 and plain['nvswitch_bridges'] == []
+
+
+def _sysfs_gids(tmp_path, dev, entries, port=1):
+    """A port's GID table as sysfs has it: every index has a gids/ file (all zero when unused); an unused index's
+    gid_attrs/types and ndevs refuse to be read (EINVAL), simulated by a directory in their place."""
+    base = tmp_path / 'class' / 'infiniband' / dev / 'ports' / str(port)
+    for sub in ('gids', 'gid_attrs/types', 'gid_attrs/ndevs'):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+    for index in range(8):
+        gid, kind, ndev = entries.get(index, ('0000:0000:0000:0000:0000:0000:0000:0000', None, None))
+        (base / 'gids' / str(index)).write_text(gid + '\n')
+        for sub, value in (('gid_attrs/types', kind), ('gid_attrs/ndevs', ndev)):
+            if value is None:
+                (base / sub / str(index)).mkdir()
+            else:
+                (base / sub / str(index)).write_text(value + '\n')
+    return str(tmp_path)
+
+
+def test_without_show_gids_the_gid_table_comes_from_sysfs(run_module, tmp_path):
+    """The inbox rdma-core stack has no show_gids: the same table from the files it reads. The entries of the
+    handmade show_gids fixture's mlx5_0, and a ConnectX's unused entries (all zero, type unreadable)."""
+    root = _sysfs_gids(tmp_path, 'mlx5_0', {
+        0: ('fe80:0000:0000:0000:a288:c2ff:fead:eab8', 'IB/RoCE v1', 'ens1np0'),
+        1: ('fe80:0000:0000:0000:a288:c2ff:fead:eab8', 'RoCE v2', 'ens1np0'),
+        2: ('0000:0000:0000:0000:0000:ffff:0a0a:0115', 'IB/RoCE v1', 'ens1np0'),
+        3: ('0000:0000:0000:0000:0000:ffff:0a0a:0115', 'RoCE v2', 'ens1np0')})
+    result, calls = run_module(ib_info, {'sysfs_root': root}, {'ibstat': (0, _real('ROCE'), '')})
+    assert calls == [['/usr/bin/ibstat']]
+    port = _port(result, 'mlx5_0')
+    from_tool, dummy = run_module(ib_info, {}, {'ibstat': (0, _real('ROCE'), ''), 'show_gids': (0, SHOW_GIDS, '')})
+    assert port['gids'] == _port(from_tool, 'mlx5_0')['gids'] and port['roce_v2_gid_index'] == 3
+    assert port['netdev'] == 'ens1np0'
+    assert _port(result, 'mlx5_3')['gids'] == [] and _port(result, 'mlx5_3')['roce_v2_gid_index'] is None
+
+
+def test_gid_row_from_sysfs():
+    from ansible_collections.aicluster.infra.plugins.module_utils.rdma_tools import gid_row_from_sysfs
+    assert gid_row_from_sysfs('mlx5_0', 1, '7', '0000:0000:0000:0000:0000:FFFF:0A9C:8184\n', 'RoCE v2\n', 'net1\n') == {
+        'dev': 'mlx5_0', 'port': 1, 'index': 7, 'gid': '0000:0000:0000:0000:0000:ffff:0a9c:8184',
+        'ipv4': '10.156.129.132', 'version': 'v2', 'netdev': 'net1'}
+    assert gid_row_from_sysfs('mlx5_0', 1, 0, 'fe80:0000:0000:0000:0ac0:ebff:feda:1cfb', 'IB/RoCE v1', '')['ipv4'] == ''
+    assert gid_row_from_sysfs('mlx5_0', 1, 4, '0000:0000:0000:0000:0000:0000:0000:0000', 'RoCE v2', 'eth0') is None
+    assert gid_row_from_sysfs('mlx5_0', 1, 4, 'fe80:0000:0000:0000:0ac0:ebff:feda:1cfb', None, None) is None
+    assert gid_row_from_sysfs('mlx5_0', 1, 4, 'not a gid', 'RoCE v2', 'eth0') is None
