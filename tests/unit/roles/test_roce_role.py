@@ -297,7 +297,7 @@ class Host(object):
             'roce_subnets': ['10.100.0.0/24', '10.100.1.0/24'], 'roce_node_index': 0,
             '__roce_unit_path': str(self.etc / 'aicluster-roce-qos.service'),
             '__roce_settings_path': str(self.etc / 'roce-qos.json'),
-            '__roce_udev_rule_path': str(self.etc / '99-aicluster-roce-qos.rules'),
+            '__roce_udev_rule_path': str(self.etc / 'udev' / 'rules.d' / '99-aicluster-roce-qos.rules'),  # absent: a host without udev
             '__roce_script_path': str(tmp_path / 'sbin' / 'aicluster-roce-qos'),
             '__roce_lib_dir': str(tmp_path / 'lib'),
             '__fabric_netconf_networkd_dir': str(self.etc / 'systemd' / 'network')}
