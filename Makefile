@@ -9,6 +9,9 @@ VENV        := .venv
 STAMP       := $(VENV)/.installed
 LAB_NAME    ?= aic
 LAB_COMPUTE ?= 3
+# The simulated hardware of the GPU hosts (lab/hwsim/profiles; lab.py's default: hgx-h100-ib). A RoCE lab beside the
+# default one: make demo LAB_PROFILE=hgx-h100-roce LAB_NAME=roce
+LAB_PROFILE ?=
 # Each lab has its own inventory and fact cache (lab/lab.py lab_inventory, lab_fact_cache): the default lab aic uses
 # inventories/lab, another lab inventories/lab-$(LAB_NAME), so two labs run side by side.
 LAB_INVENTORY := $(if $(filter aic,$(LAB_NAME)),inventories/lab,inventories/lab-$(LAB_NAME))
@@ -68,7 +71,7 @@ setup: system-deps venv collections ## everything the demo and the tests need
 lab-image: setup ## build the lab image (cached by recipe hash)
 	@$(VENV)/bin/python lab/lab.py image
 lab-up: lab-image ## start the lab (ctl01 + gpu01..gpuNN) and write $(LAB_INVENTORY)/hosts.yml
-	@$(VENV)/bin/python lab/lab.py up --name $(LAB_NAME) --compute $(LAB_COMPUTE)
+	@$(VENV)/bin/python lab/lab.py up --name $(LAB_NAME) --compute $(LAB_COMPUTE)$(if $(LAB_PROFILE), --profile $(LAB_PROFILE))
 lab-down: ## remove the lab's containers, network and volumes (nothing else)
 	@$(VENV)/bin/python lab/lab.py down --name $(LAB_NAME)
 lab-status:

@@ -518,7 +518,7 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm_hosts=None):
+def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm_hosts=None, roce=False):
     """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
 
     ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
@@ -526,7 +526,9 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm
     (lab_renumbering), passed to hwsim's fabric as ``hwsim_ipv4_networks``. ``ipoib``: the lab's IPoIB subnets
     (ipoib_subnets): the rails come up fresh (``hwsim_fresh_rails``) and the fabric stage addresses them.
     ``sm_hosts``: the lab's subnet manager hosts (subnet_manager_hosts), the group ``ib_subnet_manager``; hwsim gives
-    them an HCA and runs ibsim on the first (``hwsim_fabric_options``, fabric_options).
+    them an HCA and runs ibsim on the first (``hwsim_fabric_options``, fabric_options). ``roce``: the GPU-fabric rails
+    are Ethernet, so the verify stage judges them as RoCE ports (``verify_ib_link_layer: Ethernet``), as a RoCE site's
+    inventory says.
     """
     profiles = profiles or {}
     sm_hosts = list(sm_hosts or [])
@@ -559,6 +561,9 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm
     if ipv4_networks:
         lines.append('    hwsim_ipv4_networks:')
         lines += ['      - %s=%s' % item for item in sorted(ipv4_networks.items())]
+    if roce:
+        lines += ['    # the GPU-fabric rails are RoCE ports (hwsim profile): the verify stage judges them as Ethernet',
+                  '    verify_ib_link_layer: Ethernet']
     if ipoib:
         lines += ['    # The IPoIB rails come up as on a fresh node (no address, MTU 2044: lab/hwsim/hwsim/rails.py); the',
                   '    # fabric stage (role ipoib) gives them these subnets, one per rail, as a site\'s inventory would.',
@@ -658,7 +663,8 @@ def cmd_up(args):
     ipoib = ipoib_subnets(rail_networks, rails, profiles) if rail_networks else None
     # no simulated hardware, no fabric: the SM host would have no HCA and no ibsim to run against
     sm_hosts = subnet_manager_hosts(hosts, profiles) if not args.no_hwsim else []
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib, sm_hosts)):
+    roce = bool(rail_networks) and all(spec['link_layer'] == 'Ethernet' for spec in rail_networks.values())
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib, sm_hosts, roce)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)

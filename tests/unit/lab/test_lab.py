@@ -266,3 +266,14 @@ def test_lab_renumbering_reads_podman_and_the_host(monkeypatch):
     with pytest.raises(SystemExit) as exc:
         lab.lab_renumbering('two', networks)
     assert 'has 7 of its 8 rail networks' in str(exc.value)
+
+
+def test_a_roce_lab_inventory_has_the_verify_stage_judge_its_rails_as_ethernet():
+    """A RoCE lab's verify stage judged its rails against the default link layer (InfiniBand) and failed every port
+    with ib.link_layer; a RoCE site's inventory says Ethernet, and so does the lab's."""
+    lab = _lab()
+    roce = yaml.safe_load(lab.inventory_text('two', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, {'gpu01': 'hgx-h100-roce'},
+                                             None, None, None, True))
+    assert roce['all']['vars']['verify_ib_link_layer'] == 'Ethernet'
+    ib = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3'}, {'gpu01': 'hgx-h100-ib'}))
+    assert 'verify_ib_link_layer' not in ib['all']['vars']
