@@ -116,7 +116,7 @@ TEST_ALL   := $(TEST_ORDER) $(filter-out $(TEST_ORDER) $(TEST_PENDING),$(addpref
 .PHONY: test
 test: setup lab-image ## everything CI runs: unit, lint, sanity, build-check, lab-check, every molecule scenario
 	@echo "test: $(words $(TEST_ALL)) checks, $(TEST_JOBS) at a time: $(TEST_ALL)"
-	@start=$$(date +%s); $(MAKE) --no-print-directory -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1 \
+	@start=$$(date +%s); $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1 \
 	  NEEDS_VENV= NEEDS_LAB=; \
 	echo "test: all passed in $$(( $$(date +%s) - start )) s"
 
