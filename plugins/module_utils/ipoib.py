@@ -108,18 +108,12 @@ def find_rails(ib_info, names=None, port=1):
     """
     hcas = [ca for ca in (ib_info or {}).get('hcas') or [] if isinstance(ca, dict)]
     found, problems = [], []
-    by_name = dict((ca.get('name'), ca) for ca in hcas)
-    by_netdev = {}
-    for ca in hcas:
-        for item in ca.get('ports') or []:
-            if item.get('netdev'):
-                by_netdev[item['netdev']] = ca
+    lookup = netconf.rail_lookup(hcas, 'ipoib_rails')
     wanted = list(names) if names else checked_hcas(ib_info, None, 'InfiniBand')
     for name in wanted:
-        ca = by_name.get(name) or by_netdev.get(name)
+        ca, problem = lookup(name)
         if ca is None:
-            problems.append('ipoib_rails: %s is neither an HCA nor an HCA netdev on this host (ib_info has %s)'
-                            % (name, ', '.join(sorted(n for n in by_name if n)) or 'no HCA'))
+            problems.append(problem)
             continue
         item = next((p for p in ca.get('ports') or [] if p.get('port') == port), None)
         if item is None:

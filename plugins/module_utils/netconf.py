@@ -100,6 +100,22 @@ def address(name, network, settings, rail, prefix):
         return None, str(exc)
 
 
+def rail_lookup(hcas, variable):
+    """A function: a listed rail (an HCA such as ``mlx5_0``, or its port's netdev) -> (the ib_info HCA, None), or
+    (None, the line naming ``variable`` and the HCAs the host has). Roles ipoib and roce list their rails this way."""
+    by_name = dict((ca.get('name'), ca) for ca in hcas)
+    by_netdev = dict((item['netdev'], ca) for ca in hcas for item in ca.get('ports') or []
+                     if isinstance(item, dict) and item.get('netdev'))
+
+    def lookup(name):
+        ca = by_name.get(name) or by_netdev.get(name)
+        if ca is not None:
+            return ca, None
+        return None, ('%s: %s is neither an HCA nor an HCA netdev on this host (ib_info has %s)'
+                      % (variable, name, ', '.join(sorted(n for n in by_name if n)) or 'no HCA'))
+    return lookup
+
+
 def fleet_problems(plans, prefix):
     """host -> plan (a dict with ``interfaces``) -> one line per address held by more than one interface."""
     owners = {}

@@ -91,15 +91,12 @@ def find_ports(ib_info, names=None, port=1):
         return [], [], NO_HCA_SKIP
     problems = []
     if names:
-        by_name = dict((ca.get('name'), ca) for ca in hcas)
-        by_netdev = dict((item['netdev'], ca) for ca in hcas for item in ca.get('ports') or []
-                         if isinstance(item, dict) and item.get('netdev'))
+        lookup = netconf.rail_lookup(hcas, 'roce_rails')
         chosen, infiniband = [], []
         for name in names:
-            ca = by_name.get(name) or by_netdev.get(name)
+            ca, problem = lookup(name)
             if ca is None:
-                problems.append('roce_rails: %s is neither an HCA nor an HCA netdev on this host (ib_info has %s)'
-                                % (name, ', '.join(sorted(n for n in by_name if n)) or 'no HCA'))
+                problems.append(problem)
                 continue
             item = _port(ca, port)
             if item is None:
