@@ -4,10 +4,14 @@ A virtual environment of tests/lab/requirements-oldest.txt (kept in .cache/venv-
 changes) runs, first against the fresh lab check lab (ctl01, three GPU hosts with simulated hardware; conftest.py),
 what an operator runs:
 `aicluster run site` (bring-up and verify: the verdict PASS, with the subnet manager the fabric stage started on
-ctl01, the real OpenSM against ibsim, checked by fabric.sm), the bring-up stages again, the fabric stage among them
-(changed=0 everywhere) and `aicluster run drift` (0 hosts drifted). Then the unit tests that run real Ansible (the drift callback, the
-command-line entry point, the Slurm scripts rendered by Ansible's templating) run on that ansible-core.
-CI's own ansible-core (requirements.txt) runs everything else. About 5 minutes.
+ctl01, the real OpenSM against ibsim, checked by fabric.sm), then `aicluster run drift` (0 hosts drifted: every bring-up
+stage, the fabric stage among them, in check mode, would change nothing). Then the unit tests that run real Ansible (the
+drift callback, the command-line entry point, the Slurm scripts rendered by Ansible's templating) run on that ansible-core.
+CI's own ansible-core (requirements.txt) runs everything else. About 12 minutes under make test's load.
+
+A plain re-run of the bring-up stages (changed=0, nothing restarted) is proven on CI's ansible-core by
+molecule/bringup's second site.yml and every scenario's idempotence step; this test ran the five stages again on the
+oldest core too until 2026-12-07, which cost 200-300 s of make test's budget and proved what the drift run proves here.
 """
 import json
 import os
@@ -18,7 +22,7 @@ import sys
 
 import pytest
 
-from _labrun import aicluster, lab_env, on_controller, recap_changed
+from _labrun import aicluster, lab_env, on_controller
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 REQUIREMENTS = os.path.join(REPO, 'tests', 'lab', 'requirements-oldest.txt')
@@ -73,13 +77,6 @@ def test_bring_up_verify_no_op_and_drift_on_the_oldest_ansible_core(oldest_lab):
     assert site.returncode == 0, site.stdout[-4000:]
     assert 'verdict: PASS (0 of 3 nodes failed)' in site.stdout.splitlines(), site.stdout[-4000:]
     _subnet_manager_checked(site.stdout)
-
-    for stage in ('preflight', 'rdma', 'gpu', 'fabric', 'slurm'):  # the bring-up stages again: nothing to change
-        noop = aicluster(PYTHON, WORK, stage)
-        assert noop.returncode == 0, noop.stdout[-4000:]
-        # rdma and gpu run on gpu_nodes only; preflight and slurm on every host, fabric on ctl01 (the SM) and the GPU nodes
-        hosts = {'gpu01': 0, 'gpu02': 0, 'gpu03': 0} if stage in ('rdma', 'gpu') else {'ctl01': 0, 'gpu01': 0, 'gpu02': 0, 'gpu03': 0}
-        assert recap_changed(noop.stdout) == hosts, noop.stdout[-4000:]
 
     drift = aicluster(PYTHON, WORK, 'drift')
     assert drift.returncode == 0, drift.stdout[-4000:]
