@@ -141,6 +141,8 @@ KINDS = {
     'nccl-slow': ((('fraction', _fraction),), 'nccl-tests bus bandwidth at FRACTION of normal'),
     'nccl-rank-error': ((('gpu', _non_negative_int),), 'multi-node nccl-tests: the rank on GPU fails (its GPU memory cannot be '
                         'registered with the HCA: "unhandled system error"), naming this host; single-node runs unaffected'),
+    'gid-index-wrong': ((), 'nccl-tests: NCCL uses GID index 0 (link-local RoCE v1) on the RoCE ports whatever NCCL_IB_GID_INDEX '
+                        'says; a multi-node run fails on this host: "Call to ibv_modify_qp failed with 110 Connection timed out"'),
     'firmware': ((('hca', _text), ('version', _firmware)),
                  'the HCA (and the other ports of its adapter) reports firmware VERSION (a board flashed apart from the rest); '
                  'without HCA every HCA of the host does (a rolling upgrade half done)'),

@@ -353,6 +353,19 @@ _RECORDS = (
                    'the model table (H100/H200 300, A100 150) when verify_ib did not run'),
           source=('runs over more than 2 nodes on 8 x NDR read about 320-390 GB/s (ring); 2-node runs use NVLSTree and read '
                   'higher (nccl issues #1031, #1221); 0.75 of the line rate leaves room for the ring\'s protocol overhead')),
+    Check('nccl.env', 'nccl', "NCCL's own log of the multi-node run: NET/IB on exactly the node's GPU-fabric ports, GPU Direct "
+          'RDMA, a RoCE v2 IPv4 GID', 'state', None,
+          "check {node}'s /etc/nccl.conf (rerun the fabric stage's nccl role: NCCL_IB_HCA, NCCL_IB_GID_INDEX from show_gids), "
+          'its RDMA stack (ibv_devinfo) and nvidia_peermem; then rerun verify',
+          measures=('per node, the `NCCL_DEBUG=INFO` / `NCCL_DEBUG_SUBSYS=INIT,NET` lines of the multi-node run '
+                    '(module_utils/nccl_debug.py): `NET/IB : Using [0]mlx5_0:1/RoCE ...` (not `NET/Socket`), '
+                    "`GPU Direct RDMA Enabled for HCA`, and on RoCE each connection's `GID` index against the node's GID "
+                    'table (ib_info)'),
+          default=("the devices NCCL_IB_HCA selects among the node's Active ports (the run's environment, then the node's "
+                   '/etc/nccl.conf), else the GPU-fabric HCAs verify_ib checked; RoCE: GID RoCE v2 with an IPv4 address'),
+          source=('NCCL src/transport/net_ib.cc (NET/IB : Using, the GID of each connection), src/graph/topo.cc (GPU Direct '
+                  'RDMA), src/init.cc (Using network); a wrong GID index is the RoCE timeout of NVIDIA/nccl #769, #1131, '
+                  '#2013 (`ibv_modify_qp failed with 110`); a fall-back to sockets runs at a fraction of the fabric')),
     Check('node.drain_breaker', 'node', 'no check fails on more than a fraction of the nodes', 'lower', None,
           'find the common cause (image, driver, switch, threshold) of the failure shared by the nodes; rerun verify',
           measures='nodes failing the same check, against `verify_gate_max_drain_fraction` of the nodes (and at least 2)',

@@ -16,7 +16,7 @@ import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.gpu_models import expected_keys, model_key
 from ansible_collections.aicluster.infra.plugins.module_utils.nccl_tests import parse_nccl_tests
-from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl_bisect
+from ansible_collections.aicluster.infra.plugins.module_utils.verify import nccl_bisect, nccl_env
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, fmt, for_node, parse_once, ran
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
@@ -319,7 +319,9 @@ def decide_nccl_multi_node(run, expected):
     ``participants``, ``busbw_table``, ``busbw_min_gbs``, ``model``, ``large_bytes``, ``slurm_error`` (why Slurm
     could not be read, or empty), ``node_ranks`` (GPUs per node in the run), ``network_fraction`` and
     ``ib_outcome`` (the verify_ib outcome: the bar is then the fraction of the nodes' GPU-fabric bandwidth),
-    ``bisect`` (bool) and ``bisect_runs`` (the reruns so far, registered srun results with their ``nodes``).
+    ``bisect`` (bool) and ``bisect_runs`` (the reruns so far, registered srun results with their ``nodes``);
+    ``env_check`` (bool: judge nccl.env from the run's NCCL_DEBUG=INFO lines, module_utils/verify/nccl_env.py) with
+    ``environment`` (the run's) and ``nccl_conf_b64`` (node -> its /etc/nccl.conf as slurp read it).
     Returns ``{'cluster', 'summary', 'fleet'}``: cluster-level results that fail the verdict and drain nobody,
     and the nodes the bisection localised the failure on; ``summary.bisect`` says what to rerun next.
     """
@@ -355,4 +357,9 @@ def decide_nccl_multi_node(run, expected):
                              '; bisection: not localised to a node (%s)' % '; '.join(
                                  ', '.join(nodes) for nodes in state['unresolved']) if state['done'] else
                              '; bisection stopped before it localised the failure (verify_nccl_bisect_rounds)')
+    stdout = run.get('stdout') or ''
+    if expected.get('env_check') and ((run.get('rc') or 0) == 0 or 'NCCL INFO' in stdout):
+        # nccl.env: each node's transport, devices, GPU Direct RDMA and RoCE GID as NCCL logged them (a node result)
+        for node, results in sorted(nccl_env.decide_nccl_env(stdout, participants, expected).items()):
+            evaluated['fleet'][node] = list(evaluated['fleet'].get(node) or []) + results
     return evaluated

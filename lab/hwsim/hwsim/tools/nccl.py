@@ -27,15 +27,51 @@ a comma list of ``name[:port]``; a leading ``^`` excludes, a leading ``=``
 (after the ``^``) matches names exactly; otherwise names are prefixes, so
 ``mlx5_1`` also selects mlx5_10 and mlx5_11 (NVIDIA/nccl PR #236).
 
+NCCL's environment (``nccl_environment``) as NCCL src/misc/param.cc initEnv()/setEnvFile() builds it: the process's
+environment first, then ``$NCCL_CONF_FILE`` (when set and not empty) or ``~/.nccl.conf``, then ``/etc/nccl.conf``,
+all under the host's root ($HWSIM_ROOT: ``/`` in the lab, a temporary directory in tests). A line starting with ``#``
+is a comment, a line without ``=`` is skipped, the name is what precedes the first ``=`` and the value the rest of
+the line (nothing trimmed; both cut at 1023 characters), and each is set with setenv(name, value, 0): a variable
+already set (the job's environment, or an earlier file) wins. Every process reads its own host's files; what a
+process computes about another host of the run (its devices, its GID) uses this process's environment, as the
+role writes the same variables on every node (the GID index aside, which the fault below models per host).
+
 NCCL_DEBUG: VERSION or WARN print NCCL's bare ``NCCL version 2.21.5+cudaX.Y``
-line (rank 0's process); INFO/TRACE print it as an INFO line plus each process's
-``NET/IB : Using [0]mlx5_0:1/IB ...`` and ``Using network IB`` (or ``NET/IB : No
-device found.``, ``NET/Socket : Using ...``, ``Using network Socket``).
+line (rank 0's process); INFO/TRACE print it as an INFO line plus, per process,
+what NCCL logs about its network, each line only where NCCL_DEBUG_SUBSYS has its
+subsystem (default INIT,BOOTSTRAP,ENV; ``^`` inverts, ALL):
+- INIT|NET, src/transport/net_ib.cc ncclIbInit: ``NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_3:1/RoCE [RO]; OOB
+  eth0:ADDR<0>`` (real: NVIDIA/nccl #1537 ``NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB
+  primaryip:10.10.10.10<0>``), or ``NET/IB : No device found.`` then src/transport/net_socket.cc's ``NET/Socket :
+  Using [0]eth0:ADDR<0>`` (real: NVIDIA/nccl #226 ``NET/Socket : Using [0]ens3:172.31.12.210<0>``);
+- INIT|NET, src/init.cc: ``Using network IB`` / ``Using network Socket`` (real: NVIDIA/nccl #1537, #676);
+- NET, src/graph/topo.cc ncclTopoGetSystem: ``NET/IB : GPU Direct RDMA Enabled for HCA 0 'mlx5_0'`` per device
+  (format ``"NET/%s : GPU Direct RDMA %s for HCA %d '%s'"``; ``Disabled`` with fault ``gdr-broken 0``; real:
+  NVIDIA/nccl #1537 ``NET/IB : GPU Direct RDMA Disabled for HCA 0 'mlx5_0'``);
+- NET, multi-host runs only, src/transport/net_ib.cc ncclIbConnect, one line per device: RoCE ``NET/IB: NCCL Dev 0
+  IbDev 0 Port 1 qpn 576 mtu 5 GID 3 (0/1064A8C0FFFF0000) fifoRkey=0x... fifoLkey=0x...`` (format ``"NET/IB: %s %d
+  IbDev %d Port %d qpn %d mtu %d GID %ld (%lX/%lX) fifoRkey=0x%x fifoLkey=0x%x"``: the GID index used, then the GID's
+  subnet prefix and interface id as x86 reads them), InfiniBand ``... mtu 5 LID 12 subnet-prefix 65152 FLID 0
+  fifoRkey=...``.
+The GID index NCCL uses on a RoCE port: NCCL_IB_GID_INDEX (environment, then the files) when set, else as NCCL 2.21+
+chooses it (src/transport/net_ib.cc ncclIbGetGidIndex: the lowest RoCE v2 GID carrying an IPv4 address; 2.21.5-1,
+"Automatically select RoCEv2/IPv4 interface by default"); fault ``gid-index-wrong`` makes it 0 on that host (the
+link-local RoCE v1 GID: NCCL's default before 2.21). A multi-host run with a RoCE port whose GID is not RoCE v2 IPv4
+(or an empty entry) fails as in NVIDIA/nccl #769, #1131 and #2013: every process of that host prints (NCCL_DEBUG WARN
+or more) src/misc/ibvwrap.cc wrap_ibv_modify_qp's ``NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed
+out, on dev mlx5_0:1, curr state INIT, next state RTR, local GID index 0, local GID fe80::..., remote GID
+::ffff:10.0.1.2`` (format ``"Call to ibv_modify_qp failed with %d %s, %s"`` and ibvModifyQpLog's ``"on dev %s:%d, curr
+state %s, next state %s, local GID index %d, local GID %s, remote GID %s"``; real, NVIDIA/nccl #2013: ``ibvwrap.c:262
+NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx_x:1, curr state INIT, next state RTR,
+local GID index 3, ...``) and ``HOST: Test NCCL failure`` with "unhandled system error"; the others the remote error;
+exit 3.
 nccl-rank-error GPU on a host fails the multi-node runs it is in: the process
 of that GPU prints NCCL's WARN (NCCL_DEBUG WARN or more) and nccl-tests'
 ``HOST: Test NCCL failure`` with "unhandled system error", every other process
 the "remote process exited or there was a network error" it then sees; exit 3.
 """
+import ipaddress
+import os
 import re
 
 from hwsim import faults as fault_kinds
@@ -60,6 +96,17 @@ LATENCY_US = {True: 12.0, False: 30.0}
 # nccl.socket_busbw_gbps overrides it
 SOCKET_GBPS = 1.25
 DEBUG_LEVELS = ('VERSION', 'WARN', 'INFO', 'TRACE')
+# NCCL_DEBUG_SUBSYS names (src/debug.cc) and the default mask (NCCL_INIT | NCCL_BOOTSTRAP | NCCL_ENV)
+SUBSYSTEMS = ('INIT', 'COLL', 'P2P', 'SHM', 'NET', 'GRAPH', 'TUNING', 'ENV', 'ALLOC', 'CALL', 'PROXY', 'NVLS',
+              'BOOTSTRAP', 'REG', 'PROFILE', 'RAS')
+DEFAULT_SUBSYSTEMS = ('INIT', 'BOOTSTRAP', 'ENV')
+# setEnvFile() copies names and values into 1024-byte buffers
+CONF_VALUE_MAX = 1023
+USER_CONF, SYSTEM_CONF = '.nccl.conf', '/etc/nccl.conf'
+# ibv_modify_qp to RTR with a GID the peer cannot reach: ETIMEDOUT (NVIDIA/nccl #769, #1131, #2013)
+ETIMEDOUT_TEXT = '110 Connection timed out'
+MODIFY_QP_WHERE = 'misc/ibvwrap.cc:262'
+IB_MTU_ENUM = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
 # line numbers in the failure lines: cosmetic, in the range of an nccl-tests 2.13 build (common.cu)
 NCCL_FAILURE_LINE = 1005
 SYSTEM_ERROR = 'unhandled system error (run with NCCL_DEBUG=INFO for details)'
@@ -82,6 +129,46 @@ class NcclError(Exception):
         self.text = text
         self.status = status
         self.stream = stream
+
+
+def read_conf_file(path):
+    """[(name, value)] of one NCCL configuration file as src/misc/param.cc setEnvFile() reads it, [] when it cannot
+    be opened: lines starting with ``#`` skipped, the line's newline removed, a line without ``=`` skipped, the name
+    before the first ``=`` and the value after it, taken literally (no blanks trimmed, no quotes removed), each cut at
+    1023 characters."""
+    try:
+        with open(path, encoding='utf-8', errors='replace', newline='') as handle:
+            text = handle.read()
+    except (IOError, OSError):
+        return []
+    found = []
+    for line in text.split('\n'):
+        if line.startswith('#') or '=' not in line:
+            continue
+        name, _sep, value = line.partition('=')
+        found.append((name[:CONF_VALUE_MAX], value[:CONF_VALUE_MAX]))
+    return found
+
+
+def conf_files(environ):
+    """The files NCCL reads, in order (src/misc/param.cc initEnvFunc): $NCCL_CONF_FILE when set and not empty, else the
+    user's ~/.nccl.conf ($HOME), then /etc/nccl.conf."""
+    files = []
+    if environ.get('NCCL_CONF_FILE'):
+        files.append(environ['NCCL_CONF_FILE'])
+    elif environ.get('HOME'):
+        files.append(os.path.join(environ['HOME'], USER_CONF))
+    return files + [SYSTEM_CONF]
+
+
+def nccl_environment(root, environ):
+    """The environment NCCL sees: ``environ`` first, then each file of ``conf_files`` under the host's ``root``, every
+    line set with setenv(name, value, 0) (a name already set keeps its value)."""
+    merged = dict(environ)
+    for path in conf_files(environ):
+        for name, value in read_conf_file(os.path.join(root or '/', path.lstrip('/'))):
+            merged.setdefault(name, value)
+    return merged
 
 
 def parse_size(text, name):
@@ -222,6 +309,11 @@ class Node(object):
         wrong = fault_kinds.of_kind(faults, 'nccl-wrong')
         self.wrong = wrong[-1]['args']['count'] if wrong else 0
         self.rank_errors = [fault['args']['gpu'] for fault in fault_kinds.of_kind(faults, 'nccl-rank-error')]
+        self.gid_wrong = bool(fault_kinds.of_kind(faults, 'gid-index-wrong'))
+        self.gid_setting = gid_setting(environ.get('NCCL_IB_GID_INDEX'))
+        gdr = fault_kinds.of_kind(faults, 'gdr-broken')
+        # GPU memory registration fails (gdr-broken 0: no nvidia_peermem): NCCL reports GPU Direct RDMA disabled
+        self.gdr = not (gdr and gdr[-1]['args']['fraction'] == 0)
         self.index = model.index
         efficiency = (self.profile.get('perftest') or {}).get('efficiency', 0.95)
         spec = hca_filter(environ.get('NCCL_IB_HCA'))
@@ -232,6 +324,23 @@ class Node(object):
         self.fabric_gbps = sum(view.rate * view.faults.get('hca-bw-low', {}).get('fraction', 1.0) * efficiency
                                for view in self.nets)
         self.socket_gbps = float((self.profile.get('nccl') or {}).get('socket_busbw_gbps', SOCKET_GBPS))
+
+    def gid(self, view):
+        """(index, (gid text, version, ipv4) or None for an empty entry) of the GID NCCL uses on a RoCE port:
+        gid-index-wrong's 0, else NCCL_IB_GID_INDEX, else NCCL 2.21+'s choice (``auto_gid_index``)."""
+        index = 0 if self.gid_wrong else self.gid_setting if self.gid_setting is not None else auto_gid_index(view)
+        entry = next(((text, version, address) for number, text, version, address in view.gids if number == index), None)
+        return index, entry
+
+    def bad_gids(self):
+        """[(view, index, entry)] of this host's RoCE ports (of NCCL's) whose GID is not RoCE v2 with an IPv4 address."""
+        found = []
+        for view in self.nets:
+            if not view.is_ib:
+                index, entry = self.gid(view)
+                if not (entry and entry[1] == 'v2' and entry[2]):
+                    found.append((view, index, entry))
+        return found
 
     def network_gbps(self):
         """GB/s this host gives a multi-host run: its selected GPU-fabric ports, or sockets when it has none."""
@@ -244,6 +353,46 @@ class Node(object):
         if algorithm == 'ring' and key == 'all_reduce_busbw_gbps':
             key = 'all_reduce_ring_busbw_gbps' if 'all_reduce_ring_busbw_gbps' in nccl else key
         return nccl.get(key, nccl.get('all_gather_busbw_gbps', 0.0)) * self.slow
+
+
+def gid_setting(text):
+    """NCCL_IB_GID_INDEX as ncclLoadParam reads it (strtoll, base 0): the index, or None for NCCL's own choice
+    (unset, empty, negative: the 2.21+ default -1, or not a number)."""
+    try:
+        value = int((text or '').strip(), 0)
+    except ValueError:
+        return None
+    return value if value >= 0 else None
+
+
+def auto_gid_index(view):
+    """NCCL 2.21+'s GID choice (ncclIbGetGidIndex, NCCL_IB_ADDR_FAMILY AF_INET and NCCL_IB_ROCE_VERSION_NUM 2 by
+    default): the lowest RoCE v2 GID with an IPv4 address, else the lowest RoCE v2 one, else 0."""
+    v2 = sorted((number, address) for number, _text, version, address in view.gids if version == 'v2')
+    for number, address in v2:
+        if address:
+            return number
+    return v2[0][0] if v2 else 0
+
+
+def gid_bytes(text):
+    return int(text.replace(':', ''), 16).to_bytes(16, 'big')
+
+
+def gid_display(entry):
+    """A GID as ibvGetGidStr() prints it (inet_ntop): ``fe80::a288:c2ff:fe6a:3b7a``, ``::ffff:10.0.1.2``; ``::`` for
+    an empty entry."""
+    if not entry:
+        return '::'
+    address = ipaddress.IPv6Address(gid_bytes(entry[0]))
+    return '::ffff:%s' % address.ipv4_mapped if address.ipv4_mapped else address.compressed
+
+
+def gid_words(entry):
+    """(subnet prefix, interface id) of a GID as the %lX of ncclIbConnect's INFO line shows them (the GID's network
+    order bytes read as little-endian 64-bit words on x86): ::ffff:192.168.100.16 -> (0, 0x1064A8C0FFFF0000)."""
+    raw = gid_bytes(entry[0]) if entry else bytes(16)
+    return int.from_bytes(raw[:8], 'little'), int.from_bytes(raw[8:], 'little')
 
 
 def algorithm(environ):
@@ -423,6 +572,19 @@ def debug_level(environ):
     return DEBUG_LEVELS.index(level) + 1 if level in DEBUG_LEVELS else 0
 
 
+def debug_subsystems(environ):
+    """NCCL_DEBUG_SUBSYS as a set of names: a comma list, ``^`` excludes the names that follow, ``ALL`` every one;
+    unset, the default INIT,BOOTSTRAP,ENV."""
+    text = (environ.get('NCCL_DEBUG_SUBSYS') or '').strip().upper()
+    if not text:
+        return set(DEFAULT_SUBSYSTEMS)
+    invert = text.startswith('^')
+    names = set(name.strip() for name in text.lstrip('^').split(',') if name.strip())
+    if 'ALL' in names:
+        names = set(SUBSYSTEMS)
+    return set(SUBSYSTEMS) - names if invert else names
+
+
 def oob_address(environ, node):
     """``IFNAME:ADDRESS<0>`` of NCCL's bootstrap interface: NCCL_SOCKET_IFNAME's first name, else eth0; the address is
     a documentation address (192.0.2.0/24), as hwsim does not know the container's."""
@@ -432,8 +594,9 @@ def oob_address(environ, node):
 
 
 def debug_lines(run_info, environ):
-    """What NCCL itself prints in this process at NCCL_DEBUG's level: the version line (rank 0's process) and, from
-    INFO on, the network it chose (IB with the devices, or the fall-back to sockets)."""
+    """What NCCL itself prints in this process at NCCL_DEBUG's level and NCCL_DEBUG_SUBSYS's subsystems: the version
+    line (rank 0's process) and, from INFO on, the network it chose (IB with the devices, or the fall-back to
+    sockets), GPU Direct RDMA per device and, across hosts, the connection of each device (its GID index on RoCE)."""
     level = debug_level(environ)
     proc = run_info['proc']
     node = run_info['proc_nodes'][proc]
@@ -444,20 +607,63 @@ def debug_lines(run_info, environ):
     lines = []
     if proc == 0 and level in (1, 2):
         lines.append(version + '\n')
-    if level >= 3:
-        if proc == 0:
-            lines.append(main_thread + 'NCCL INFO ' + version + '\n')
-        oob = oob_address(environ, node)
-        if node.nets:
-            used = ' '.join('[%d]%s:%d/%s' % (number, view.ca_name, view.number, 'IB' if view.is_ib else 'RoCE')
-                            for number, view in enumerate(node.nets))
-            lines += [init_thread + 'NCCL INFO NET/IB : Using %s [RO]; OOB %s\n' % (used, oob),
-                      init_thread + 'NCCL INFO Using network IB\n']
-        else:
-            lines += [init_thread + 'NCCL INFO NET/IB : No device found.\n',
-                      init_thread + 'NCCL INFO NET/Socket : Using [0]%s\n' % oob,
-                      init_thread + 'NCCL INFO Using network Socket\n']
+    if level < 3:
+        return ''.join(lines)
+    subsystems = debug_subsystems(environ)
+    init, net = 'INIT' in subsystems, 'NET' in subsystems
+    if proc == 0:  # showVersion(): INFO(NCCL_ALL, ...), whatever the subsystems
+        lines.append(main_thread + 'NCCL INFO ' + version + '\n')
+    oob = oob_address(environ, node)
+    info = init_thread + 'NCCL INFO '
+    if node.nets:
+        used = ' '.join('[%d]%s:%d/%s' % (number, view.ca_name, view.number, 'IB' if view.is_ib else 'RoCE')
+                        for number, view in enumerate(node.nets))
+        if init or net:
+            lines += [info + 'NET/IB : Using %s [RO]; OOB %s\n' % (used, oob), info + 'Using network IB\n']
+        if net:
+            lines += [info + "NET/IB : GPU Direct RDMA %s for HCA %d '%s'\n" % ('Enabled' if node.gdr else 'Disabled', number, view.ca_name)
+                      for number, view in enumerate(node.nets)]
+            if len(run_info['nodes']) > 1:
+                lines += [info + connection_text(node, number, view) + '\n' for number, view in enumerate(node.nets)]
+    else:
+        if init or net:
+            lines += [info + 'NET/IB : No device found.\n', info + 'NET/Socket : Using [0]%s\n' % oob,
+                      info + 'Using network Socket\n']
+        if net:
+            lines.append(info + "NET/Socket : GPU Direct RDMA Disabled for HCA 0 '%s'\n" % oob.split(':')[0])
     return ''.join(lines)
+
+
+def connection_text(node, number, view):
+    """ncclIbConnect's INFO line for NCCL device ``number`` (NCCL 2.21+ layout; cosmetic qpn and keys)."""
+    qpn = 0x200 + 64 * number + node.index
+    head = 'NET/IB: NCCL Dev %d IbDev %d Port %d qpn %d mtu %d' % (number, number, view.number, qpn,
+                                                                  IB_MTU_ENUM.get(min(int(view.mtu), 4096), 5))
+    keys = 'fifoRkey=0x%x fifoLkey=0x%x' % (0x1b9e00 + qpn, 0x1b9e00 + qpn)
+    if view.is_ib:
+        return '%s LID %d subnet-prefix %d FLID 0 %s' % (head, view.lid, 0xfe80, keys)
+    index, entry = node.gid(view)
+    return '%s GID %d (%X/%X) %s' % (head, index, gid_words(entry)[0], gid_words(entry)[1], keys)
+
+
+def gid_failures(run_info):
+    """(failing ranks as ``failing_ranks`` gives them, proc -> (source, WARN text)) of a multi-host run in which a host's
+    RoCE port uses a GID that is not RoCE v2 IPv4: every process of that host fails its QP's move to RTR."""
+    if len(run_info['nodes']) < 2:
+        return [], {}
+    failing, cause = [], {}
+    for proc, node in enumerate(run_info['proc_nodes']):
+        bad = node.bad_gids()
+        if not bad:
+            continue
+        view, index, entry = bad[0]
+        peer = next(other for other in run_info['nodes'] if other.host != node.host)
+        remote = next((peer.gid(net)[1] for net in peer.nets if not net.is_ib), None)
+        failing.append((proc, node.host, run_info['local_ranks'][proc] * run_info['per_proc']))
+        cause[proc] = (MODIFY_QP_WHERE, 'Call to ibv_modify_qp failed with %s, on dev %s:%d, curr state INIT, next state RTR, '
+                       'local GID index %d, local GID %s, remote GID %s' % (ETIMEDOUT_TEXT, view.ca_name, view.number, index,
+                                                                          gid_display(entry), gid_display(remote)))
+    return failing, cause
 
 
 def failing_ranks(run_info):
@@ -473,16 +679,18 @@ def failing_ranks(run_info):
     return found
 
 
-def rank_failure(run_info, failing, environ):
+def rank_failure(run_info, failing, environ, cause=None):
     """NcclError of this process when a rank of the run fails: the failing rank's own error, or the remote error
-    every other process then sees (nccl-tests prints both with the process's host name)."""
+    every other process then sees (nccl-tests prints both with the process's host name). ``cause``: proc -> (source,
+    WARN text) of the failing processes (default: nccl-rank-error's registration error)."""
     proc = run_info['proc']
     me = run_info['proc_nodes'][proc]
     thread = me.host + ':%d:%d [%%d] ' % (pid(), pid() + 151)
     mine = [position for number, _host, position in failing if number == proc]
     if mine:
-        warn = thread % mine[0] + 'misc/ibvwrap.cc:203 NCCL WARN %s\n' % REG_MR_WARN if debug_level(environ) >= 2 else ''
-        return NcclError(warn + nccl_failure(me.host, '%s / %s' % (SYSTEM_ERROR, REG_MR_WARN)), 3)
+        where, text = (cause or {}).get(proc, ('misc/ibvwrap.cc:203', REG_MR_WARN))
+        warn = thread % mine[0] + '%s NCCL WARN %s\n' % (where, text) if debug_level(environ) >= 2 else ''
+        return NcclError(warn + nccl_failure(me.host, '%s / %s' % (SYSTEM_ERROR, text)), 3)
     last = 'socketProgress: Connection closed by remote peer %s<%d>' % (failing[0][1], 43000 + failing[0][0])
     device = run_info['local_ranks'][proc] * run_info['per_proc']
     warn = thread % device + 'misc/socket.cc:50 NCCL WARN %s\n' % last if debug_level(environ) >= 2 else ''
@@ -493,7 +701,8 @@ def run(ctx, args, name):
     """One nccl-tests binary; the launch (ranks, hosts) comes from the context's environment."""
     try:
         opts = parse_args(args)
-        run_info = build_run(ctx, opts, ctx.environ)
+        environ = nccl_environment(ctx.root, ctx.environ)
+        run_info = build_run(ctx, opts, environ)
         me = run_info['proc_nodes'][run_info['proc']]
         main = run_info['proc'] == 0
         short = missing_gpus(run_info)
@@ -505,12 +714,15 @@ def run(ctx, args, name):
                 raise NcclError(cuda_failure(me.host, reason), 2)
             return 1
         # nccl-tests prints the ranks, then initialises NCCL (which logs as NCCL_DEBUG says), then runs the sizes
-        ctx.write((rank_lines(run_info) if main else '') + debug_lines(run_info, ctx.environ))
+        ctx.write((rank_lines(run_info) if main else '') + debug_lines(run_info, environ))
+        failing, cause = gid_failures(run_info)
+        if failing:
+            raise rank_failure(run_info, failing, environ, cause)
         failing = failing_ranks(run_info)
         if failing:
-            raise rank_failure(run_info, failing, ctx.environ)
+            raise rank_failure(run_info, failing, environ)
         nranks = run_info['nprocs'] * run_info['per_proc']
-        rows, errors, average = table(name, opts, run_info['nodes'], nranks, algorithm(ctx.environ))
+        rows, errors, average = table(name, opts, run_info['nodes'], nranks, algorithm(environ))
         if main:
             ctx.write(table_header() + rows + footer(name, errors, average))
         return 1 if errors else 0
