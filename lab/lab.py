@@ -376,10 +376,10 @@ def rail_plan(lab, profiles, loader=None, renumber=None):
     return networks, attachments
 
 
-def ib_rails(data):
-    """The GPU-fabric HCAs (role compute, a rail) of a loaded hardware profile whose port is InfiniBand."""
+def ib_rails(data, layer='InfiniBand'):
+    """The GPU-fabric HCAs (role compute, a rail) of a loaded hardware profile whose port is InfiniBand (or ``layer``)."""
     return [hca for hca in data.get('hcas') or [] if hca.get('role') == 'compute' and hca.get('rail') is not None
-            and any((port.get('link_layer') or hca.get('link_layer')) == 'InfiniBand' for port in hca.get('ports') or [])]
+            and any((port.get('link_layer') or hca.get('link_layer')) == layer for port in hca.get('ports') or [])]
 
 
 def subnet_manager_hosts(hosts, profiles, loader=None):
@@ -403,23 +403,25 @@ def fabric_options(sm_hosts=None):
     return options
 
 
-def ipoib_subnets(networks, attachments, profiles, loader=None):
-    """The lab's IPoIB subnets in rail order (the ipoib role's ``ipoib_subnets``), or None.
+def ipoib_subnets(networks, attachments, profiles, loader=None, layer='InfiniBand'):
+    """The lab's IPoIB subnets in rail order (the ipoib role's ``ipoib_subnets``), or None; with ``layer`` Ethernet
+    the RoCE subnets (the roce role's ``roce_subnets``).
 
-    The lab's rail interfaces come up as a freshly installed node has them (hwsim/rails.py: no address, MTU 2044),
-    and the fabric stage's ipoib role addresses them from these subnets. None when the lab has no InfiniBand rail
-    network, or when a host's profile has InfiniBand rails the lab gives no network (the B200 profile lists one):
-    the role needs one subnet per rail on every host, so such a lab keeps podman's addresses."""
+    The lab's rail interfaces come up as a freshly installed node has them (hwsim/rails.py: no address, MTU 2044 on
+    IPoIB, 1500 on RoCE), and the fabric stage's ipoib or roce role addresses them from these subnets (the address of
+    the n-th GPU node is the subnet's n-th, as podman's: rail_plan). None when the lab has no rail network of that
+    link layer, or when a host's profile has such rails the lab gives no network (the B200 profile lists one): the
+    role needs one subnet per rail on every host, so such a lab keeps podman's addresses."""
     loader = loader or _load_profile
-    ib = sorted((spec['rail'], spec['subnet']) for spec in networks.values() if spec['link_layer'] == 'InfiniBand')
+    ib = sorted((spec['rail'], spec['subnet']) for spec in networks.values() if spec['link_layer'] == layer)
     if not ib:
         return None
-    ib_nets = set(net for net, spec in networks.items() if spec['link_layer'] == 'InfiniBand')
+    ib_nets = set(net for net, spec in networks.items() if spec['link_layer'] == layer)
     for host, name in profiles.items():
         if not name:
             continue
         dummy, data = loader(name)
-        rails = ib_rails(data)
+        rails = ib_rails(data, layer)
         attached = [item for item in attachments.get(host) or [] if item[0] in ib_nets]
         if rails and (len(attached) != len(rails) or len(rails) != len(ib)):
             return None
@@ -518,7 +520,7 @@ def wait_ssh(addr, timeout=60):
     sys.exit('lab: sshd on %s did not answer in %d s' % (addr, timeout))
 
 
-def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm_hosts=None, roce=False):
+def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm_hosts=None, roce=False, roce_subnets=None):
     """The lab inventory: the same groups a real cluster inventory uses (docs/inventory.md).
 
     ``profiles`` maps host -> simulated hardware profile (lab/hwsim/profiles/); hosts
@@ -528,7 +530,8 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm
     ``sm_hosts``: the lab's subnet manager hosts (subnet_manager_hosts), the group ``ib_subnet_manager``; hwsim gives
     them an HCA and runs ibsim on the first (``hwsim_fabric_options``, fabric_options). ``roce``: the GPU-fabric rails
     are Ethernet, so the verify stage judges them as RoCE ports (``verify_ib_link_layer: Ethernet``), as a RoCE site's
-    inventory says.
+    inventory says. ``roce_subnets``: the lab's RoCE subnets (ipoib_subnets with layer Ethernet): the rails come up
+    fresh (MTU 1500, no address) and the fabric stage's roce role sets MTU 9000 and addresses them.
     """
     profiles = profiles or {}
     sm_hosts = list(sm_hosts or [])
@@ -564,6 +567,13 @@ def inventory_text(lab, hosts, profiles=None, ipv4_networks=None, ipoib=None, sm
     if roce:
         lines += ['    # the GPU-fabric rails are RoCE ports (hwsim profile): the verify stage judges them as Ethernet',
                   '    verify_ib_link_layer: Ethernet']
+    if roce_subnets:
+        lines += ['    # The RoCE rails come up as on a fresh node (no address, MTU 1500: lab/hwsim/hwsim/rails.py); the',
+                  '    # fabric stage (role roce) sets MTU 9000 and gives them these subnets, one per rail.',
+                  '    hwsim_fresh_rails: true',
+                  '    roce_network_enabled: true',
+                  '    roce_subnets:']
+        lines += ['      - %s' % subnet for subnet in roce_subnets]
     if ipoib:
         lines += ['    # The IPoIB rails come up as on a fresh node (no address, MTU 2044: lab/hwsim/hwsim/rails.py); the',
                   '    # fabric stage (role ipoib) gives them these subnets, one per rail, as a site\'s inventory would.',
@@ -664,7 +674,9 @@ def cmd_up(args):
     # no simulated hardware, no fabric: the SM host would have no HCA and no ibsim to run against
     sm_hosts = subnet_manager_hosts(hosts, profiles) if not args.no_hwsim else []
     roce = bool(rail_networks) and all(spec['link_layer'] == 'Ethernet' for spec in rail_networks.values())
-    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib, sm_hosts, roce)):
+    roce_subnets = ipoib_subnets(rail_networks, rails, profiles, layer='Ethernet') if roce else None
+    if write_if_changed(args.inventory, inventory_text(args.name, addresses, profiles, renumber, ipoib, sm_hosts, roce,
+                                                       roce_subnets)):
         log('wrote %s' % os.path.relpath(args.inventory, REPO))
     if not args.no_hwsim:
         install_hwsim(args.inventory, args.name)

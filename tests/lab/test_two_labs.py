@@ -1,8 +1,10 @@
 """Two labs side by side (make lab-check): each has its own inventory, hosts, fact cache and rail subnets, and taking
 one down leaves the other's inventory and hosts alone. Brings up two one-compute RoCE labs with simulated hardware
 and no package mirror (~3 min): both profiles give rail 0 10.100.0.0/24, so the second lab moves its rails (the
-README's `make demo` then `make test` failed with "subnet ... is already used" before).
+README's `make demo` then `make test` failed with "subnet ... is already used" before). The rails come up fresh (no
+address, MTU 1500) and the inventory's roce_subnets holds each lab's own subnets for the fabric stage.
 """
+import ipaddress
 import json
 import os
 import subprocess
@@ -72,11 +74,17 @@ def _exec(name, argv):
 
 
 def _rail_address(name):
-    """gpu01's rail 0 address as its interface has it, and as hwsim's show_gids prints it in the RoCE v2 IPv4 GID."""
-    link = json.loads(_exec(name, ['ip', '-j', '-4', 'addr', 'show', RAIL]))[0]
+    """gpu01's rail 0 address as the lab plans it (the first of the rail's subnet in the inventory's roce_subnets, the
+    address the fabric stage's roce role gives it) and as hwsim's show_gids prints it in the RoCE v2 IPv4 GID. The
+    rail itself comes up fresh (no address, MTU 1500: hwsim/rails.py) until the fabric stage runs."""
+    with open(os.path.join(_inventory(name), 'hosts.yml'), encoding='utf-8') as handle:
+        subnet = yaml.safe_load(handle)['all']['vars']['roce_subnets'][0]
+    link = json.loads(_exec(name, ['ip', '-j', '-4', 'addr', 'show', RAIL]))
+    mtu = json.loads(_exec(name, ['ip', '-j', 'link', 'show', RAIL]))[0]['mtu']
+    assert (link[0]['addr_info'] if link else [], mtu) == ([], 1500), (name, link, mtu)
     gids = [line.split() for line in _exec(name, ['show_gids', 'mlx5_0']).splitlines()]
     mapped = [row[4] for row in gids if len(row) == 7 and row[5] == 'v2']
-    return link['addr_info'][0]['local'], mapped
+    return str(ipaddress.ip_network(subnet).network_address + 1), mapped
 
 
 def test_two_labs_side_by_side(two_labs):

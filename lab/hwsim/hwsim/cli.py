@@ -21,7 +21,7 @@
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled
                                      NVIDIA services (mlx5_core's start resets the RoCE QoS: hwsim/roce.py)
     hwsim boot-id                    print the boot id (/run/hwsim/boot_id)
-    hwsim rails-fresh                the IPoIB rail netdevs as a fresh node has them: no address, MTU 2044 (hwsim/rails.py)
+    hwsim rails-fresh                the rail netdevs as a fresh node has them: no address, MTU 2044 (IPoIB), 1500 (RoCE)
     hwsim ibsim-net [SUBNET]         print the ibsim net file of a subnet (default: the first) (hwsim/ibsim.py)
     hwsim ibsim-env [HCA]            print the umad2sim client variables of this host's HCA (default: its first)
     hwsim ibsim-files                JSON {path: text}: this host's /etc/hwsim/ibsim.env and ibsim-<port guid>.env

@@ -9,37 +9,50 @@ docs/fabric.md "MTU and rate codes"). ``hwsim rails-fresh`` (the unit hwsim-rail
 systemd-networkd at every boot and in ``hwsim reboot``) takes the address podman gave away and sets that MTU, so
 only the fabric stage's configuration brings a rail back.
 
-RoCE netdevs are left as they are here: the RoCE stage (issue 33) is not built, and a RoCE rail at 1500 would fail
-every lab's verify run before a stage could set it.
+RoCE netdevs (issue 33) the same way: a freshly installed node's ConnectX Ethernet port comes up at the kernel's
+Ethernet default of 1500 (ETH_DATA_LEN, ether_setup() in net/ethernet/eth.c; mlx5e starts there too) and with no
+address until the OS's network configuration gives one, while the "switch" (the podman network) carries 9000. The
+fabric stage's roce role sets MTU 9000 and the rail's address (``roce_subnets``) through systemd-networkd.
 """
 import os
 import subprocess
 
 FRESH_IPOIB_MTU = 2044
+FRESH_ETHERNET_MTU = 1500
+FRESH_MTU = {'InfiniBand': FRESH_IPOIB_MTU, 'Ethernet': FRESH_ETHERNET_MTU}
+FRESH_NOTE = {'InfiniBand': ' (datagram)', 'Ethernet': ''}
 
 
-def ipoib_netdevs(model):
-    """The netdevs of this host's InfiniBand GPU-fabric ports (role compute with a rail), in HCA order."""
+def rail_netdevs(model, layer=None):
+    """[(netdev, link layer)] of this host's GPU-fabric ports (role compute with a rail), in HCA order; only ``layer``'s
+    when given."""
     out = []
     for hca in model.hcas:
         if hca.get('role') != 'compute' or hca.get('rail') is None:
             continue
         for port in hca.get('ports') or []:
-            layer = port.get('link_layer') or hca.get('link_layer')
-            if layer == 'InfiniBand' and port.get('netdev'):
-                out.append(port['netdev'])
+            found = port.get('link_layer') or hca.get('link_layer')
+            if found in FRESH_MTU and port.get('netdev') and layer in (None, found):
+                out.append((port['netdev'], found))
     return out
 
 
+def ipoib_netdevs(model):
+    """The netdevs of this host's InfiniBand GPU-fabric ports (role compute with a rail), in HCA order."""
+    return [netdev for netdev, dummy in rail_netdevs(model, 'InfiniBand')]
+
+
 def fresh(model, root='/', run=subprocess.call):
-    """(lines, errors): each IPoIB rail netdev that exists without its IPv4 addresses and at MTU 2044."""
+    """(lines, errors): each rail netdev that exists without its IPv4 addresses and at its fresh MTU (IPoIB 2044,
+    RoCE 1500)."""
     lines, errors = [], []
-    for netdev in ipoib_netdevs(model):
+    for netdev, layer in rail_netdevs(model):
         if not os.path.isdir(os.path.join(root, 'sys', 'class', 'net', netdev)):
             continue  # a rail the lab gives no network: no interface
-        for argv in (['ip', '-4', 'addr', 'flush', 'dev', netdev], ['ip', 'link', 'set', 'dev', netdev, 'mtu', str(FRESH_IPOIB_MTU)]):
+        mtu = FRESH_MTU[layer]
+        for argv in (['ip', '-4', 'addr', 'flush', 'dev', netdev], ['ip', 'link', 'set', 'dev', netdev, 'mtu', str(mtu)]):
             status = run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if status != 0:
                 errors.append('hwsim: rails-fresh: %s failed (exit status %d)\n' % (' '.join(argv), status))
-        lines.append('%s: no address, MTU %d (datagram)\n' % (netdev, FRESH_IPOIB_MTU))
+        lines.append('%s: no address, MTU %d%s\n' % (netdev, mtu, FRESH_NOTE[layer]))
     return lines, errors

@@ -1,5 +1,5 @@
 """lab/hwsim rails (hwsim/rails.py): the IPoIB rail netdevs as a freshly installed node has them (no address, MTU
-2044, datagram mode in hwsim's sysfs tree), RoCE netdevs and hosts without hardware left alone, and `hwsim reboot`
+2044, datagram mode in hwsim's sysfs tree), the RoCE ones too (no address, MTU 1500), hosts without hardware left alone, and `hwsim reboot`
 restarting the fresh rails and the network configuration before the NVIDIA units."""
 import os
 import sys
@@ -40,6 +40,19 @@ def test_fresh_takes_the_address_and_sets_2044_on_the_rails_that_exist(tmp_path)
                                                                ['ip', 'link', 'set', 'dev', name, 'mtu', '2044'])]
     lines, errors = rails.fresh(model, str(root), run=lambda argv, **kw: 2)
     assert errors[0] == 'hwsim: rails-fresh: ip -4 addr flush dev %s failed (exit status 2)\n' % netdevs[0]
+
+
+def test_fresh_takes_the_address_and_sets_1500_on_the_roce_rails(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=1)
+    model = _model(lab)
+    netdevs = [netdev for netdev, layer in rails.rail_netdevs(model) if layer == 'Ethernet']
+    assert len(netdevs) == 8 and rails.rail_netdevs(model, 'InfiniBand') == []
+    root = tmp_path / 'root'
+    os.makedirs(str(root / 'sys' / 'class' / 'net' / netdevs[0]))
+    calls = []
+    lines, errors = rails.fresh(model, str(root), run=lambda argv, **kw: calls.append(argv) or 0)
+    assert errors == [] and lines == ['%s: no address, MTU 1500\n' % netdevs[0]]
+    assert calls == [['ip', '-4', 'addr', 'flush', 'dev', netdevs[0]], ['ip', 'link', 'set', 'dev', netdevs[0], 'mtu', '1500']]
 
 
 def test_the_command_on_a_host_without_rails_does_nothing(tmp_path):

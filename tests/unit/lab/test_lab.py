@@ -1,5 +1,6 @@
 """lab/lab.py: the pure parts (inventory, podman settings, image cache key)."""
 import importlib.util
+import ipaddress
 import os
 import subprocess
 import sys
@@ -119,6 +120,24 @@ def test_the_ipoib_subnets_of_a_lab_whose_ib_rails_all_have_a_network():
     b200 = {'gpu01': 'hgx-h100-ib', 'gpu02': 'hgx-b200-ib'}
     assert lab.ipoib_subnets(*(lab.rail_plan('demo', b200) + (b200,))) is None
     assert 'hwsim_fresh_rails' not in yaml.safe_load(lab.inventory_text('aic', {'ctl01': '10.0.0.2'}))['all']['vars']
+
+
+def test_a_roce_lab_comes_up_fresh_and_gives_the_roce_role_its_subnets():
+    lab = _lab()
+    roce = {'gpu01': 'hgx-h100-roce', 'gpu02': 'hgx-h100-roce'}
+    networks, attachments = lab.rail_plan('demo', roce)
+    subnets = lab.ipoib_subnets(networks, attachments, roce, layer='Ethernet')
+    assert len(subnets) == 8 and subnets == sorted(subnets, key=lambda net: int(net.split('.')[2]))
+    # the address podman gives gpu02 on rail 0 is the one the roce role plans: the subnet's second
+    rail0 = [address for net, address, dummy in attachments['gpu02'] if net == 'demo-rail0-roce']
+    assert rail0 == [str(ipaddress.ip_network(subnets[0]).network_address + 2)]
+    data = yaml.safe_load(lab.inventory_text('demo', {'ctl01': '10.0.0.2', 'gpu01': '10.0.0.3', 'gpu02': '10.0.0.4'},
+                                             roce, None, None, [], True, subnets))['all']['vars']
+    assert data['hwsim_fresh_rails'] is True and data['roce_network_enabled'] is True and data['roce_subnets'] == subnets
+    assert data['verify_ib_link_layer'] == 'Ethernet' and 'ipoib_subnets' not in data
+    # an InfiniBand lab has no RoCE subnets
+    ib = {'gpu01': 'hgx-h100-ib'}
+    assert lab.ipoib_subnets(*(lab.rail_plan('demo', ib) + (ib,)), layer='Ethernet') is None
 
 
 def test_an_infiniband_lab_runs_its_subnet_manager_on_ctl01():
