@@ -68,6 +68,21 @@ def verify_link(observations, expected):
     return _call('verify_link', 'decide.link', observations, expected)
 
 
+def verify_roce_qos(observations, expected):
+    """Area net, RoCE QoS: node -> {plan, qos, links} in; net.roce_qos out."""
+    return _call('verify_roce_qos', 'decide.roce_qos', observations, expected)
+
+
+def verify_lossless_plan(observations, outcome, expected):
+    """Area net, incast: node -> {ib_info} and the perftest plan in; the incast rounds (one per rail) out."""
+    return _call('verify_lossless_plan', 'decide.lossless_plan', observations, outcome, expected)
+
+
+def verify_lossless(plan, observations, expected):
+    """Area net, incast: the plan and node -> {before, after} counter reads in; net.lossless out."""
+    return _call('verify_lossless', 'decide.lossless', plan, observations, expected)
+
+
 def verify_perftest_plan(observations, expected):
     """Area perftest, before the rounds: node -> {ib_info, address} in; endpoints and rounds out."""
     return _call('verify_perftest_plan', 'decide.perftest_plan', observations, expected)
@@ -115,6 +130,9 @@ class FilterModule(object):
             'verify_fabric_problems': verify_fabric_problems,
             'verify_switch_errors': verify_switch_errors,
             'verify_link': verify_link,
+            'verify_roce_qos': verify_roce_qos,
+            'verify_lossless_plan': verify_lossless_plan,
+            'verify_lossless': verify_lossless,
             'verify_perftest_plan': verify_perftest_plan,
             'verify_perftest_tests': verify_perftest_tests,
             'verify_perftest_round': verify_perftest_round,

@@ -205,6 +205,32 @@ _RECORDS = (
           source=('4096 is the largest IB MTU (IBTA); on RoCE the active MTU is the largest IB MTU below the netdev MTU '
                   'minus headers: 1024 at 1500, 4096 at 4200 and above (NVIDIA KB "MTU Considerations for RoCE based '
                   'Applications")')),
+    Check('net.roce_qos', 'net', 'each RoCE GPU-fabric port has the lossless QoS and MTU the roce role sets', 'state', None,
+          'run the fabric stage (role roce) on {node}; {subject} differs ({measured}); if it comes back after a reboot or '
+          'a driver restart, check aicluster-roce-qos.service on {node}',
+          measures=('per RoCE GPU-fabric port (the roce role\'s own plan: `roce_rails`, else `verify_ib_hcas`): module '
+                    '`rdma_qos` in check mode with the roce role\'s settings - trust, PFC, DSCP map, ECN (notification '
+                    'and reaction point), CNP DSCP and 802.1p priority, RDMA-CM ToS and RoCE mode, verbs traffic class - '
+                    'and the netdev MTU (`ip -j -d addr`); a difference fails naming the port and the setting '
+                    '(`setting: before -> wanted`); a setting whose interface the driver lacks is named, not judged; '
+                    'InfiniBand GPU fabrics: not checked, with the reason'),
+          default=('the roce role\'s settings (`roce_trust` dscp, `roce_pfc_priorities` [3], `roce_dscp_map` {26: 3, 48: 6}, '
+                   '`roce_ecn_priorities` [3], CNP 48/6, `roce_tos` 106, RoCE v2, traffic class 106, `roce_mtu` 9000)'),
+          source=('mlx5 forgets its QoS at every driver start (NVIDIA "RoCE Configuration for ConnectX"; doroce-linux); '
+                  'docs/fabric.md "RoCE" cites each setting')),
+    Check('net.lossless', 'net', 'an incast on each rail drops nothing in the lossless class', 'lower', None,
+          'turn PFC on for the lossless priority on {node} {subject} (mlnx_qos --pfc, or run the fabric stage: role roce) '
+          'and on its switch port; check ECN marking on the switch; then rerun verify',
+          measures=('one incast round per rail: every other node of the rail\'s group runs `ib_write_bw --tclass=TOS` '
+                    '(`verify_perftest_tclass`, the roce role\'s ToS) to its first node at once; `ethtool -S` of each '
+                    'port before and after: `rx_prio<P>_discards` (and any other priority\'s) and `rx_discards_phy` must not '
+                    'rise (P: the DSCP map\'s priority of TOS >> 2, else `verify_ib_roce_priority`); `rx_prio<P>_pause`, `tx_prio<P>_pause`, '
+                    '`np_cnp_sent`, `rp_cnp_handled` may rise and are kept as evidence; fewer than 3 nodes on a rail, or '
+                    'fewer than 2 senders that ran: not checked, with the reason; never in check mode'),
+          default='no rise of the discard counters (0)',
+          source=('a lossless class pauses instead of dropping when PFC is on end to end; CNPs are DCQCN at work (NVIDIA '
+                  '"Understanding mlx5 ethtool Counters", "RoCE Congestion Control (DCQCN)"); the delivery plan\'s "more '
+                  'than 5% loss under small-packet bursts" without PFC and ECN (issue 33)')),
     Check('gpu.count', 'gpu', 'GPU count as expected', 'higher', None,
           'a GPU is missing on {node}: check nvidia-smi -L and dmesg, reseat the baseboard or open a hardware ticket',
           measures='`nvidia-smi --query-gpu`',

@@ -15,7 +15,7 @@ __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import (
     fabric as _fabric, fabric_health as _health, gate as _gate, gpu as _gpu, ib as _ib, link as _link, nccl as _nccl, net as _net,
-    perftest as _perftest,
+    perftest as _perftest, roce as _roce,
 )
 
 # results.json run.parameters, by area: expected key -> parameter name
@@ -26,6 +26,8 @@ PARAMETERS = {
     'sm': (('provider', 'fabric_sm_provider'), ('priority', 'fabric_sm_priority'), ('sweep_s', 'fabric_sm_sweep_s'),
            ('partitions_source', 'fabric_partitions')),
     'switch': (('error_max', 'fabric_switch_error_max'),),
+    'roce': (('link_layer', 'roce_link_layer'),),
+    'lossless': (('priority', 'lossless_priority'), ('tclass', 'lossless_tclass')),
     'link': (('ber_max', 'ib_ber_max'), ('error_max', 'ib_link_error_max'), ('roce_priority', 'ib_roce_priority')),
     'perftest': (('fraction', 'perftest_fraction'), ('bidirectional', 'perftest_bidirectional'), ('size', 'perftest_size'),
                  ('qps', 'perftest_qps'), ('duration_s', 'perftest_duration_s'), ('schedule', 'perftest_schedule'),
@@ -97,6 +99,22 @@ def switch_errors(reads, expected):
 def link(observations, expected):
     """Area ib, link quality: node -> {before, after} (ib_counters_info results); error counter rises, BER, RoCE drops."""
     return _recorded('link', _link.decide_link(observations, expected), expected)
+
+
+def roce_qos(observations, expected):
+    """Area net, RoCE QoS: node -> {plan, qos, links} (the roce role's plan, rdma_qos in check mode, ip -j addr); net.roce_qos."""
+    return _recorded('roce', _roce.decide_roce_qos(observations, expected), expected)
+
+
+def lossless_plan(observations, outcome, expected):
+    """Area net, before the incast rounds: node -> {ib_info} and the perftest plan; one incast round per rail."""
+    return _roce.lossless_plan(observations, outcome, expected)
+
+
+def lossless(plan, observations, expected):
+    """Area net, after the incast rounds: node -> {before, after} (ethtool -S loops); net.lossless."""
+    outcome = _roce.decide_lossless(plan, observations, expected)
+    return _recorded('lossless', outcome, dict(expected or {}, priority=outcome['priority']))
 
 
 def perftest_plan(observations, expected):

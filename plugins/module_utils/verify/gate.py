@@ -23,7 +23,8 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks impo
 # results in results.json: every outcome's fleet-wide results, then each node's own.
 OUTCOME_FACTS = (('ib', 'verify_ib_outcome'), ('fabric', 'verify_ib_fabric_outcome'), ('sm', 'verify_ib_sm_outcome'),
                  ('perftest', 'verify_perftest_outcome'), ('gpu', 'verify_gpu_outcome'), ('nccl', 'verify_nccl_outcome'),
-                 ('link', 'verify_ib_link_outcome'), ('switch', 'verify_ib_switch_outcome'))
+                 ('link', 'verify_ib_link_outcome'), ('switch', 'verify_ib_switch_outcome'),
+                 ('roce', 'verify_ib_roce_outcome'), ('lossless', 'verify_perftest_lossless_outcome'))
 OUTCOMES = tuple(area for area, dummy in OUTCOME_FACTS)
 # results.json nodes.<node>.raw: key -> the outcome whose raw it is
 RAW = (('ib_info', 'ib'), ('gpu', 'gpu'), ('nccl', 'nccl'), ('link', 'link'))

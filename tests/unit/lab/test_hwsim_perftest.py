@@ -293,3 +293,147 @@ def test_memlock_limit_fails_as_the_memory_registration(tmp_path):
     small = ['-d', 'mlx5_0', '--report_gbits', '-s', '16384']
     (status, out, err), server = pair(lab, 'ib_write_bw', small, small)
     assert status == 0, err
+
+
+# -- incast and PFC (hwsim/incast.py) ------------------------------------------------------------------------------
+
+def _ethtool(lab, host, netdev):
+    out = lab.ok(host, ['ethtool', '-S', netdev])
+    return dict((name.strip(), int(value)) for name, value in
+                (line.split(':') for line in out.splitlines()[1:] if ':' in line))
+
+
+def _incast(lab, senders, args, receiver='gpu01'):
+    """One server per sender on ``receiver`` (all listening first), then every client at once; the clients' results."""
+    ports = [free_port() for _sender in senders]
+    servers = [Server(lab, receiver, ['ib_write_bw', '-p', str(port)] + args) for port in ports]
+    for server in servers:
+        server.wait_ready()
+    results = [None] * len(senders)
+
+    def client(index):
+        results[index] = lab.run(senders[index], ['ib_write_bw', '-p', str(ports[index])] + args + ['127.0.0.1'])
+    threads = [threading.Thread(target=client, args=(index,)) for index in range(len(senders))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    for server in servers:
+        assert server.join()[0] == 0
+    return results
+
+
+INCAST = ['-d', 'mlx5_0', '--report_gbits', '-q', '2', '--tclass=106', '-s', '65536', '-n', '20000']
+
+
+def _gbps(result):
+    status, out, err = result
+    assert status == 0, err
+    return parse_perftest(out)['results'][-1]['bw_average']
+
+
+def test_an_incast_without_pfc_drops_on_the_receivers_priority_and_loses_bandwidth(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
+    before = _ethtool(lab, 'gpu01', 'enp24s0np0')
+    alone = _gbps(pair(lab, 'ib_write_bw', INCAST, INCAST, server_host='gpu01', client_host='gpu02')[0])
+    assert _ethtool(lab, 'gpu01', 'enp24s0np0') == before          # one pair is no incast: nothing counted
+    results = _incast(lab, ['gpu02', 'gpu03'], INCAST)
+    after = _ethtool(lab, 'gpu01', 'enp24s0np0')
+    # trust pcp (the driver's default): DSCP 26 is not looked at, the traffic is on priority 0, PFC off there
+    assert after['rx_prio0_discards'] > 0 and after['rx_prio3_discards'] == before['rx_prio3_discards']
+    assert all(_gbps(result) < alone / 2 * 0.5 for result in results)
+
+
+def test_an_incast_with_pfc_on_its_priority_pauses_and_drops_nothing(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    alone = _gbps(pair(lab, 'ib_write_bw', INCAST, INCAST, server_host='gpu01', client_host='gpu02')[0])
+    before = _ethtool(lab, 'gpu01', 'enp24s0np0')
+    sender_before = _ethtool(lab, 'gpu02', 'enp24s0np0')
+    results = _incast(lab, ['gpu02', 'gpu03'], INCAST)
+    after = _ethtool(lab, 'gpu01', 'enp24s0np0')
+    assert after['tx_prio3_pause'] > before['tx_prio3_pause'] and after['rx_prio3_discards'] == before['rx_prio3_discards']
+    assert 'rx_prio0_discards' not in after
+    assert _ethtool(lab, 'gpu02', 'enp24s0np0')['rx_prio3_pause'] > sender_before['rx_prio3_pause']
+    # CNPs are RDMA hw_counters (rdma statistic), not ethtool's: the receiver sent them, the senders handled them
+    cnps = lab.ok('gpu01', ['rdma', 'statistic', 'show', 'link', 'mlx5_0/1']).split()
+    assert int(cnps[cnps.index('np_cnp_sent') + 1]) > 0 and 'np_cnp_sent' not in after
+    handled = lab.ok('gpu03', ['rdma', 'statistic', 'show', 'link', 'mlx5_0/1']).split()
+    assert int(handled[handled.index('rp_cnp_handled') + 1]) > 0
+    assert all(abs(_gbps(result) - alone / 2) < alone * 0.05 for result in results)   # a fair share each
+
+
+def test_pfc_off_fault_makes_the_lossless_class_drop_again(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    lab.ok('gpu01', ['hwsim', 'fault', 'pfc-off', 'enp24s0np0'])
+    before = _ethtool(lab, 'gpu01', 'enp24s0np0')
+    _incast(lab, ['gpu02', 'gpu03'], INCAST)
+    assert _ethtool(lab, 'gpu01', 'enp24s0np0')['rx_prio3_discards'] > before['rx_prio3_discards']
+
+
+def _run_lossless(lab, tmp_path, nodes):
+    """net.lossless end to end on hwsim: the plan's commands run by the stand-ins (every server first), ethtool -S
+    before and after, the decision."""
+    from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as verify_perftest, roce as verify_roce
+    ib_info = {'hcas': [{'name': name, 'ports': [{'port': 1, 'link_layer': 'Ethernet', 'netdev': netdev, 'rate_gbps': 400,
+                                                  'state': 'Active', 'roce_v2_gid_index': 3}]}
+                        for name, netdev in (('mlx5_0', 'enp24s0np0'), ('mlx5_3', 'enp64s0np0'))]}
+    observations = dict((node, {'ib_info': ib_info, 'address': '127.0.0.1'}) for node in nodes)
+    outcome = verify_perftest.plan(observations, {'link_layer': 'Ethernet', 'tclass': 106, 'duration_s': 1, 'qps': 2})
+    plan = verify_roce.lossless_plan(observations, outcome, {
+        'link_layer': 'Ethernet', 'nodes': nodes, 'base_port': free_port() % 20000 + 20000, 'tclass': 106,
+        'roce_plan': {'qos': {'trust': 'dscp', 'dscp_map': {'26': 3}}}})
+
+    def strip(argv):
+        return argv[argv.index('ib_write_bw'):]
+
+    def stats(node):
+        return {'results': [{'item': netdev, 'rc': 0, 'stdout': lab.ok(node, ['ethtool', '-S', netdev])}
+                            for netdev in plan['reads'][node]]}
+    before = dict((node, stats(node)) for node in plan['reads'])
+    servers = [Server(lab, spec['server'], strip(spec['server_cmd']['argv'])) for spec in plan['tests']]
+    for server in servers:
+        server.wait_ready()
+    runs = [None] * len(plan['tests'])
+
+    def client(index):
+        spec = plan['tests'][index]
+        status, out, err = lab.run(spec['client'], strip(spec['client_cmd']['argv'])[:-1] + ['127.0.0.1'])
+        runs[index] = {'clients': [{'rc': status, 'stdout': out, 'stderr': err, 'data': spec}]}
+    threads = [threading.Thread(target=client, args=(index,)) for index in range(len(plan['tests']))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    for server in servers:
+        assert server.join()[0] == 0
+    reads = dict((node, {'before': before[node], 'after': stats(node)}) for node in plan['reads'])
+    return verify_roce.decide_lossless(plan, reads, {'nodes': nodes, 'runs': runs})
+
+
+def test_net_lossless_on_hwsim_fails_the_receivers_port_without_pfc_and_passes_with_it(tmp_path):
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
+    nodes = ['gpu01', 'gpu02', 'gpu03']
+    # rail 0's receiver port is lossless, rail 1's is at the driver's defaults (trust pcp, PFC off)
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    outcome = _run_lossless(lab, tmp_path, nodes)
+    receiver = dict((r['subject'], r) for r in outcome['nodes']['gpu01'])
+    assert receiver['enp24s0np0 rail 0 (receiver)']['passed']
+    assert receiver['enp24s0np0 rail 0 (receiver)']['evidence'].get('tx_prio3_pause', 0) > 0
+    # trust pcp (a fresh driver) puts DSCP 26 on priority 0, PFC off there: the drop shows on priority 0, and fails
+    fresh = receiver['enp64s0np0 rail 1 (receiver)']
+    assert not fresh['passed'] and fresh['measured']['rx_prio0_discards'] > 0 and fresh['measured']['rx_discards_phy'] > 0
+    assert 'dropped on rx_prio0_discards, not priority 3' in fresh['message']
+    assert all(r['passed'] for r in outcome['nodes']['gpu02'] + outcome['nodes']['gpu03'])
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp64s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
+    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp64s0np0', '--dscp2prio', 'set,26,3'])
+    lab.ok('gpu01', ['hwsim', 'fault', 'pfc-off', 'enp64s0np0'])
+    outcome = _run_lossless(lab, tmp_path, nodes)
+    receiver = dict((r['subject'], r) for r in outcome['nodes']['gpu01'])
+    failed = receiver['enp64s0np0 rail 1 (receiver)']
+    assert not failed['passed'] and failed['measured']['rx_prio3_discards'] > 0, failed
+    assert receiver['enp24s0np0 rail 0 (receiver)']['passed']

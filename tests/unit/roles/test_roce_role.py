@@ -376,3 +376,42 @@ def test_bad_variables_are_refused_one_line_each_before_any_change(tmp_path):
             'RoCE, the switch ports at 9216 or more), got 100. roce_pfc_priorities: 9 is not a priority (allowed: 0-7). '
             'roce_dscp_map: 64 is not a DSCP (allowed: 0-63)') in ' '.join(output.split())  # however the callback wraps it
     assert host.files() == before
+
+
+# -- the verify stage's net.roce_qos: the roce role's plan and its rdma_qos task in check mode ------------------------
+
+def _verify_roce_qos(host, tmp_path):
+    """Run roles/verify_ib/tasks/roce.yml on this machine as gpu01; the outcome it decided."""
+    out = tmp_path / 'roce_qos.json'
+    play = tmp_path / 'verify.yml'
+    play.write_text(
+        '- name: net.roce_qos\n  hosts: localhost\n  gather_facts: false\n  vars:\n'
+        '    verify_ib_link_layer: Ethernet\n    verify_ib_mtu_enabled: false\n    verify_ib_roce_qos_enabled: true\n'
+        '    __verify_ib_roce_wanted: true\n  tasks:\n'
+        '    - ansible.builtin.import_tasks: %s\n'
+        '    - ansible.builtin.copy:\n        content: "{{ verify_ib_roce_outcome | to_json }}"\n        dest: %s\n'
+        % (os.path.join(ROLE, '..', 'verify_ib', 'tasks', 'roce.yml'), out))
+    saved, host.play = host.play, play
+    try:
+        code, _recap, output = host.run()
+    finally:
+        host.play = saved
+    assert code == 0, output
+    return json.loads(out.read_text())['nodes']['localhost']
+
+
+def test_net_roce_qos_fails_a_fresh_port_naming_the_setting_and_passes_once_the_role_ran(tmp_path):
+    host = Host(tmp_path)
+    results = _verify_roce_qos(host, tmp_path)
+    assert [r['subject'] for r in results] == ['enp24s0np0 (mlx5_0:1)', 'enp64s0np0 (mlx5_3:1)']
+    assert not any(r['passed'] for r in results)
+    assert 'trust: pcp -> dscp' in results[0]['measured'] and 'trust: pcp -> dscp' in results[0]['message']
+    assert host.qos('enp24s0np0')['trust'] == 'pcp'                 # check mode: the check wrote nothing
+    code, _recap, output = host.run(roce_network_enabled=False, __roce_persist=False)
+    assert code == 0, output
+    results = _verify_roce_qos(host, tmp_path)
+    assert all(r['passed'] for r in results), results
+    host.lab.ok('gpu01', ['mlnx_qos', '-i', 'enp64s0np0', '--trust', 'pcp'])  # a hand change
+    results = _verify_roce_qos(host, tmp_path)
+    assert [r['passed'] for r in results] == [True, False] and 'trust: dscp -> ' not in results[1]['message']
+    assert any(line.startswith('trust: pcp -> dscp') for line in results[1]['measured']), results[1]

@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 
-from hwsim import faults as fault_kinds
+from hwsim import faults as fault_kinds, incast
 from hwsim.model import pid
 
 # where the real ethtool/rdma live when the lab image has them: what the stand-ins do not simulate goes there
@@ -96,6 +96,9 @@ def counters(model, view, reads):
                   rx_corrected_bits_phy=5 * history, np_cnp_sent=3 * number, rp_cnp_handled=3 * number)
     for name, rise in RISE.items():
         values[name] += rise * reads
+    # what incasts through this port counted (hwsim/incast.py): pauses, CNPs, discards on the traffic's priority
+    for name, value in incast.counters(model.state, view.netdev).items():
+        values[name] = values.get(name, 0) + value
     return values
 
 
@@ -268,7 +271,10 @@ def run_ethtool(ctx, args):
     if view is None:
         return delegate(ctx, 'ethtool', args, 'netlink error: no device matches name (offset 24)\nnetlink error: No such device\n')
     values = counters(model, view, _read(ctx, model, view.ca_name))
-    ctx.write('NIC statistics:\n' + ''.join('     %s: %d\n' % (name, values[name]) for name in ETHTOOL_NAMES))
+    # other priorities' counters appear once an incast counted on them (mlx5 prints every priority's; hwsim the used ones)
+    names = list(ETHTOOL_NAMES) + sorted(name for name in incast.counters(model.state, view.netdev)
+                                         if name not in ETHTOOL_NAMES and name not in RDMA_COUNTERS)
+    ctx.write('NIC statistics:\n' + ''.join('     %s: %d\n' % (name, values[name]) for name in names))
     return 0
 
 

@@ -36,7 +36,10 @@ Field behaviour (issue 11):
   affected;
 - ``memlock KIB``: buffers larger than the locked-memory limit fail with
   "Couldn't allocate MR" (the memory lock limit of a container or service);
-- ``--tclass=N`` is accepted (it only marks packets).
+- ``--tclass=N`` marks the data packets: the receiving netdev maps it to a priority through its DSCP entries (trust
+  dscp; else priority 0), and when 2 or more servers of one HCA run at once (an incast, hwsim/incast.py) each sender
+  gets its share of the port; with PFC off on that priority the receiver's ``rx_prio<P>_discards`` rise and the
+  bandwidth falls further, with PFC on the pause and CNP counters rise and nothing drops (``ethtool -S`` shows them).
 """
 import json
 import os
@@ -44,7 +47,7 @@ import random
 import socket
 import time
 
-from hwsim import faults as fault_kinds
+from hwsim import faults as fault_kinds, incast
 from hwsim.model import pid
 from hwsim.tools import gpus as gpu_views
 
@@ -219,7 +222,8 @@ def local_dest(ctx, device, view, efficiency, opts):
         qps.append({'qpn': 0x100 + rng.randrange(0x3e00) + number, 'psn': rng.randrange(1 << 24),
                     'rkey': 0x180000 + rng.randrange(0x10000), 'vaddr': 0x7f0000000000 + rng.randrange(1 << 28) * 0x1000})
     fraction = view.faults.get('hca-bw-low', {}).get('fraction', 1.0)
-    return {'host': ctx.host, 'device': device, 'link_layer': view.link_layer, 'rate': view.rate, 'lid': view.lid,
+    return {'host': ctx.host, 'device': device, 'netdev': view.netdev, 'tclass': opts['tclass'],
+            'link_layer': view.link_layer, 'rate': view.rate, 'lid': view.lid,
             'mtu': min(int(view.mtu), 4096), 'gid_index': gid_index,
             'gid': _gid_bytes(view, gid_index) if gid_index > -1 else None, 'gid_version': _gid_version(view, gid_index),
             'efficiency': efficiency, 'bw_fraction': fraction, 'gdr_fraction': 1.0, 'qps': qps}
@@ -357,9 +361,10 @@ def test_info(name, opts, local, remote, server):
 
 
 def link_gbps(local, remote):
-    """Bandwidth both ends allow (Gb/s): min(rates) x min(efficiencies) x hca-bw-low (and gdr-broken) fractions of both ends."""
+    """Bandwidth both ends allow (Gb/s): min(rates) x min(efficiencies) x hca-bw-low (and gdr-broken) fractions of both ends,
+    and the receiver's incast share (hwsim/incast.py; 1 for a single pair)."""
     rate = min(local['rate'], remote['rate'])
-    fractions = [dest.get(key, 1.0) for dest in (local, remote) for key in ('bw_fraction', 'gdr_fraction')]
+    fractions = [dest.get(key, 1.0) for dest in (local, remote) for key in ('bw_fraction', 'gdr_fraction', 'share')]
     product = 1.0
     for fraction in fractions:
         product *= fraction
@@ -542,6 +547,15 @@ def _resources(ctx, opts, dest):
             _write(ctx, text)
 
 
+def _packets(opts, local, remote):
+    """Packets one run carried (for the incast counters): size x iterations, or the rate over the duration."""
+    if opts['duration'] is not None:
+        volume = link_gbps(local, remote) * 1e9 / 8 * opts['duration']
+    else:
+        volume = opts['size'] * opts['iters']
+    return int(volume // max(int(local.get('mtu') or 4096), 1))
+
+
 def run_client(ctx, name, opts, dest, timeout):
     channel = Channel(connect(opts, timeout))
     try:
@@ -556,6 +570,8 @@ def run_client(ctx, name, opts, dest, timeout):
         channel.send({'report': text})
         channel.receive()
         _write(ctx, text)
+        if remote.get('incast'):
+            incast.add(ctx, dest.get('netdev'), incast.rises(remote['incast'], _packets(opts, dest, remote), 'sender'))
     except OSError:
         raise PerftestError(' Failed to exchange data between server and clients\n')
     finally:
@@ -565,22 +581,31 @@ def run_client(ctx, name, opts, dest, timeout):
 
 def run_server(ctx, name, opts, dest, timeout):
     listener = listen(opts, timeout)
-    if opts['output'] is None:
-        _write(ctx, BANNER)
-    channel = Channel(accept(listener, timeout))
+    run = incast.register(ctx, dest['device'], opts['port'])
     try:
-        _resources(ctx, opts, dest)
-        remote = _check_peer(name, opts, channel.receive())
-        channel.send(_hello(name, opts, dest))
-        _write(ctx, _header(name, opts, dest, remote, True))
-        connect_qps(dest, remote, 'server')
-        text = channel.receive()['report']
-        _write(ctx, text)
-        channel.send({'done': True})
-    except OSError:
-        raise PerftestError(' Failed to exchange data between server and clients\n')
+        if opts['output'] is None:
+            _write(ctx, BANNER)
+        channel = Channel(accept(listener, timeout))
+        try:
+            _resources(ctx, opts, dest)
+            remote = _check_peer(name, opts, channel.receive())
+            # the receiving port: how many flows it carries now, on which priority, with or without PFC
+            view = incast.receiver_view(ctx, dest.get('netdev'), remote.get('tclass'), incast.fan_in(ctx, run))
+            if view['senders'] >= 2:
+                dest['incast'], dest['share'] = view, view['share']
+            channel.send(_hello(name, opts, dest))
+            _write(ctx, _header(name, opts, dest, remote, True))
+            connect_qps(dest, remote, 'server')
+            text = channel.receive()['report']
+            _write(ctx, text)
+            channel.send({'done': True})
+            incast.add(ctx, dest.get('netdev'), incast.rises(view, _packets(opts, dest, remote), 'receiver'))
+        except OSError:
+            raise PerftestError(' Failed to exchange data between server and clients\n')
+        finally:
+            channel.close()
     finally:
-        channel.close()
+        incast.finish(run)
     return 0
 
 

@@ -25,7 +25,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.results imp
 
 # The gate itself (plan, Slurm, results.json) is the verify_gate action (plugins/action/verify_gate.py), not a filter.
 FILTERS = ['verify_ib', 'verify_mtu_plan', 'verify_fabric', 'verify_fabric_sm', 'verify_fabric_problems', 'verify_switch_errors',
-           'verify_link', 'verify_perftest_plan', 'verify_perftest_tests',
+           'verify_link', 'verify_roce_qos', 'verify_lossless_plan', 'verify_lossless', 'verify_perftest_plan', 'verify_perftest_tests',
            'verify_perftest_round', 'verify_gpu', 'verify_nccl', 'verify_nccl_multi_node', 'verify_ready_nodes']
 SKIPPED = {'changed': False, 'skipped': True}
 RUN = {'started': 's', 'finished': 'f', 'inventory': 'inventories/lab', 'collection_version': '0.1.0', 'mode': 'drain',
