@@ -7,8 +7,10 @@ address, MTU 1500) and the inventory's roce_subnets holds each lab's own subnets
 import ipaddress
 import json
 import os
+import re
 import subprocess
 import sys
+import time
 
 import pytest
 import yaml
@@ -109,3 +111,61 @@ def test_two_labs_side_by_side(two_labs):
     # up again with the other lab gone: the lab keeps the rail subnets its hosts are on
     _lab(*UP + ('pairtwo',))
     assert _rail_subnet('pairtwo') == subnets[1] and _rail_address('pairtwo')[1] == [_rail_address('pairtwo')[0]]
+
+
+def _playbook(name, *args):
+    """ansible-playbook ARGS against lab ``name`` (its inventory and fact cache); the run."""
+    env = dict((k, v) for k, v in os.environ.items() if not k.startswith('ANSIBLE_'))
+    env.update(PATH=VENV_BIN + os.pathsep + os.environ['PATH'], ANSIBLE_CONFIG=os.path.join(REPO, 'ansible.cfg'),
+               ANSIBLE_COLLECTIONS_PATH=os.path.join(REPO, '.collections'), ANSIBLE_NOCOLOR='1',
+               ANSIBLE_CACHE_PLUGIN_CONNECTION=os.path.join(REPO, '.cache', 'facts-%s' % name))
+    return subprocess.run(['ansible-playbook', '-i', _inventory(name)] + list(args), cwd=REPO, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=False)
+
+
+def _recap_changed(output):
+    return dict((host, int(changed)) for host, changed in re.findall(r'^(\S+) +: ok=\d+ +changed=(\d+) ', output, re.M))
+
+
+def _rail_state(name):
+    """gpu01's rail 0: (IPv4 addresses, MTU, mlnx_qos's trust line, the PFC line)."""
+    link = json.loads(_exec(name, ['ip', '-j', '-4', 'addr', 'show', RAIL]))
+    mtu = json.loads(_exec(name, ['ip', '-j', 'link', 'show', RAIL]))[0]['mtu']
+    qos = _exec(name, ['mlnx_qos', '-i', RAIL]).splitlines()
+    trust = [line.strip() for line in qos if line.startswith('Priority trust state')]
+    enabled = [line.strip() for line in qos if line.strip().startswith('enabled')]
+    return [a['local'] for a in (link[0]['addr_info'] if link else [])], mtu, trust, enabled[:1]
+
+
+def test_the_fabric_stage_makes_a_fresh_roce_rail_lossless_at_9000_and_keeps_it(two_labs):
+    """Issue 33 on the lab left up (pairtwo, one RoCE GPU node, its rails fresh): the fabric stage gives each rail MTU
+    9000, its address and the lossless class; a re-run changes nothing; a reboot (hwsim reboot: the driver's start
+    resets the QoS, the rails come up fresh) brings all of it back with no Ansible run; a hand change
+    (`mlnx_qos --trust pcp`) is drift that a check run names and a plain run corrects."""
+    name = 'pairtwo'
+    address = _rail_address(name)[0]  # the planned address; the rail has none yet
+    fresh = _rail_state(name)
+    assert fresh[:3] == ([], 1500, ['Priority trust state: pcp']), fresh
+
+    first = _playbook(name, 'playbooks/fabric.yml')
+    assert first.returncode == 0 and _recap_changed(first.stdout)['gpu01'] > 0, first.stdout[-4000:]
+    converged = _rail_state(name)
+    assert converged[:3] == ([address], 9000, ['Priority trust state: dscp']), converged
+    again = _playbook(name, 'playbooks/fabric.yml')
+    assert again.returncode == 0 and set(_recap_changed(again.stdout).values()) == {0}, again.stdout[-4000:]
+
+    out = _exec(name, ['/opt/hwsim/bin/hwsim', 'reboot'])
+    assert 'restarted aicluster-roce-qos.service' in out and 'restarted systemd-networkd.service' in out, out
+    deadline = time.time() + 60
+    while _rail_state(name) != converged and time.time() < deadline:
+        time.sleep(2)
+    assert _rail_state(name) == converged
+
+    _exec(name, ['mlnx_qos', '-i', RAIL, '--trust', 'pcp'])
+    drift = _playbook(name, 'playbooks/drift.yml', '--check', '--diff', '--tags', 'fabric')
+    assert drift.returncode == 0 and '1 hosts drifted of 2' in drift.stdout, drift.stdout[-4000:]
+    assert '-trust: pcp' in drift.stdout and '+trust: dscp' in drift.stdout, drift.stdout[-4000:]
+    assert _rail_state(name)[2] == ['Priority trust state: pcp']  # the check run changed nothing
+    fixed = _playbook(name, 'playbooks/fabric.yml', '--tags', 'roce')
+    assert fixed.returncode == 0 and _recap_changed(fixed.stdout)['gpu01'] > 0, fixed.stdout[-4000:]
+    assert _rail_state(name) == converged

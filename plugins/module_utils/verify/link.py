@@ -78,6 +78,29 @@ def _skipped(check, subject, threshold, reason, **extra):
     return new_result(check, subject, None, threshold, True, 'not checked: %s' % reason, skipped=reason, **extra)
 
 
+# Counters that count packets dropped for lack of buffer, not damaged ones (NVIDIA, "Understanding mlx5 ethtool
+# Counters": rx_discards_phy "dropped due to lack of buffers on a physical port ... the adapter is congested",
+# rx_prio<N>_discards per priority, rx_out_of_buffer "receive queue had no software buffers"): congestion, on RoCE
+# most often PFC off on the priority the traffic lands on, not an optic.
+OPTIC_ADVICE = 'a marginal optic or cable: clean or replace it, reseat both ends'
+BUFFER_ADVICE = ('dropped for lack of buffer, not damaged: congestion the port could not pause (on RoCE PFC off on the '
+                 'priority the traffic lands on: see net.roce_qos and net.lossless) or a host that does not drain its '
+                 'queues (rx_out_of_buffer)')
+
+
+def _is_buffer_drop(name):
+    return name in ('rx_discards_phy', 'rx_out_of_buffer') or (name.startswith('rx_prio') and name.endswith('_discards'))
+
+
+def _advice(names):
+    buffer = [name for name in names if _is_buffer_drop(name)]
+    if len(buffer) == len(names):
+        return BUFFER_ADVICE
+    if buffer:
+        return '%s; %s: %s' % (OPTIC_ADVICE, ', '.join(sorted(buffer)), BUFFER_ADVICE)
+    return OPTIC_ADVICE
+
+
 def _judge_rise(check, subject, what, rises, reset, limits, tested, extra):
     over = dict((name, rise) for name, rise in rises.items() if rise > int(limits.get(name, 0)))
     rising = dict((name, rise) for name, rise in rises.items() if rise)
@@ -86,8 +109,9 @@ def _judge_rise(check, subject, what, rises, reset, limits, tested, extra):
         note += '; reset between the reads: %s' % ', '.join(reset)
     if over:
         return new_result(check, subject, over, dict((name, int(limits.get(name, 0))) for name in over), False,
-                          '%s counted %s between the two reads%s; a marginal optic or cable: clean or replace it, reseat both ends'
-                          % (what, ', '.join('%s +%d' % (name, rise) for name, rise in sorted(over.items())), note),
+                          '%s counted %s between the two reads%s; %s'
+                          % (what, ', '.join('%s +%d' % (name, rise) for name, rise in sorted(over.items())), note,
+                             _advice(list(over))),
                           rises=rising, **extra)
     if not tested:
         # no traffic crossed the link between the reads: quiet counters prove nothing, and a node drained for this

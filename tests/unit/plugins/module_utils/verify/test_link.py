@@ -101,6 +101,12 @@ def test_roce_drops_and_physical_errors():
     drops = results['ib.roce_drops']
     assert drops['passed'] is False and drops['measured'] == {'rx_prio3_discards': 17, 'out_of_sequence': 40}
     assert drops['subject'] == 'mlx5_0:1 (switch port unknown)'
+    # a buffer drop (rx_prio3_discards) is congestion, not an optic; out_of_sequence keeps the optic advice
+    assert 'a marginal optic or cable' in drops['message'] and 'rx_prio3_discards: dropped for lack of buffer' in drops['message']
+    only = dict(before, rx_prio3_discards=31)
+    drops = _by_check(decide.link({'gpu01': {'before': _read(before, layer='Ethernet'), 'after': _read(only, layer='Ethernet')}},
+                                  _expected(peers={})))['ib.roce_drops']
+    assert drops['passed'] is False and 'optic' not in drops['message'] and 'PFC off on the priority' in drops['message']
     assert outcome['raw']['gpu01']['mlx5_0']['after']['np_cnp_sent'] == 9000
 
 
