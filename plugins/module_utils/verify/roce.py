@@ -285,8 +285,8 @@ def decide_lossless(plan, observations, expected):
                     'net.lossless', subject, 0, 'only %d of %d senders ran (an incast needs 2): %s'
                     % (len(ran_ok), len(tests), '; '.join(failures) or 'none'), **extra))
                 continue
-            judged = sorted(set(drops) | set(name for name in list(before[netdev]) + list(after[netdev])
-                                                if _PRIO_DISCARDS.match(name)))
+            printed = list(before[netdev]) + list(after[netdev])
+            judged = sorted(set(drops) | set(name for name in printed if _PRIO_DISCARDS.match(name)))
             # a priority's discards printed only after (a driver that prints a priority once it counted) rose from 0
             rises = _rise(dict((name, 0) for name in judged if name in after[netdev] and _PRIO_DISCARDS.match(name)),
                           after[netdev], judged)

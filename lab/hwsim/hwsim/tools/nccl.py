@@ -637,8 +637,8 @@ def debug_lines(run_info, environ):
 def connection_text(node, number, view):
     """ncclIbConnect's INFO line for NCCL device ``number`` (NCCL 2.21+ layout; cosmetic qpn and keys)."""
     qpn = 0x200 + 64 * number + node.index
-    head = 'NET/IB: NCCL Dev %d IbDev %d Port %d qpn %d mtu %d' % (number, number, view.number, qpn,
-                                                                  IB_MTU_ENUM.get(min(int(view.mtu), 4096), 5))
+    mtu = IB_MTU_ENUM.get(min(int(view.mtu), 4096), 5)
+    head = 'NET/IB: NCCL Dev %d IbDev %d Port %d qpn %d mtu %d' % (number, number, view.number, qpn, mtu)
     keys = 'fifoRkey=0x%x fifoLkey=0x%x' % (0x1b9e00 + qpn, 0x1b9e00 + qpn)
     if view.is_ib:
         return '%s LID %d subnet-prefix %d FLID 0 %s' % (head, view.lid, 0xfe80, keys)
@@ -660,9 +660,10 @@ def gid_failures(run_info):
         peer = next(other for other in run_info['nodes'] if other.host != node.host)
         remote = next((peer.gid(net)[1] for net in peer.nets if not net.is_ib), None)
         failing.append((proc, node.host, run_info['local_ranks'][proc] * run_info['per_proc']))
-        cause[proc] = (MODIFY_QP_WHERE, 'Call to ibv_modify_qp failed with %s, on dev %s:%d, curr state INIT, next state RTR, '
-                       'local GID index %d, local GID %s, remote GID %s' % (ETIMEDOUT_TEXT, view.ca_name, view.number, index,
-                                                                          gid_display(entry), gid_display(remote)))
+        text = ('Call to ibv_modify_qp failed with %s, on dev %s:%d, curr state INIT, next state RTR, '
+                'local GID index %d, local GID %s, remote GID %s'
+                % (ETIMEDOUT_TEXT, view.ca_name, view.number, index, gid_display(entry), gid_display(remote)))
+        cause[proc] = (MODIFY_QP_WHERE, text)
     return failing, cause
 
 
