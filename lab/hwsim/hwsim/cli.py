@@ -15,7 +15,8 @@
                                      write fabric.yml for these hosts (PROFILE may be "none")
     hwsim devices [--root DIR]       create this host's NVIDIA device nodes (GPUs, NVSwitches) under DIR/dev
                                      (default $HWSIM_ROOT/dev, /dev), and its PCI functions as sysfs/proc trees
-                                     under DIR/run/hwsim/sys and DIR/run/hwsim/proc (hwsim/sysfs.py)
+                                     under DIR/run/hwsim/sys and DIR/run/hwsim/proc (hwsim/sysfs.py), with each HCA
+                                     port's state files (in an ibsim lab as the subnet manager left it: smstate.py)
     hwsim hold NAME [--root DIR]     hold DIR/dev/nvidia* open as daemon NAME (nvidia-persistenced, nv-hostengine)
     hwsim boot                       what a boot does: boot id (kept when there is one), pending HCA firmware, modules
     hwsim reboot                     the lab's reboot: unload every module, new boot id, boot, restart the enabled

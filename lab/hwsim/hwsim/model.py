@@ -5,7 +5,7 @@ agrees on states, widths, rates, LIDs and GUIDs.
 """
 import os
 
-from hwsim import faults as fault_kinds, fabric as fabrics, links, profile as profiles, state as states
+from hwsim import faults as fault_kinds, fabric as fabrics, links, profile as profiles, smstate, state as states
 
 
 class SimError(Exception):
@@ -17,6 +17,7 @@ class Context(object):
 
     def __init__(self, host, state_dir, fabric_path, profile_dir, out, err, environ=None):
         self.host = host
+        self.local_host = host   # the host this runs on (``hwsim fault gpu02 ...`` retargets ``host``)
         self.environ = {} if environ is None else environ
         self.state_dir = state_dir
         self.fabric_path = fabric_path
@@ -24,6 +25,8 @@ class Context(object):
         self.out = out
         self.err = err
         self._fabric = None
+        self._sm = None
+        self._rewriting = False
         # the host's file system as the driver model sees it (lab/hwsim/README.md "Driver model"): / in the lab,
         # a temporary directory in tests ($HWSIM_ROOT); the running kernel ($HWSIM_KERNEL in tests, else uname -r)
         self.root = self.environ.get('HWSIM_ROOT') or '/'
@@ -40,6 +43,27 @@ class Context(object):
             self._fabric = fabrics.load_fabric(self.fabric_path)
         return self._fabric
 
+    @property
+    def sm(self):
+        """smstate.SubnetStates when the fabric runs ibsim (ports follow the SM), else None (ports are Active)."""
+        if self._sm is None:
+            self._sm = smstate.SubnetStates(self.fabric, self.local_host, self.root, self.environ,
+                                            on_change=self._sm_changed) if smstate.applies(self.fabric) else False
+        return self._sm or None
+
+    def _sm_changed(self):
+        """A new SM answer: this host's sysfs port files follow it, where ``hwsim devices`` wrote a tree."""
+        from hwsim import sysfs  # pylint: disable=import-outside-toplevel  # sysfs builds on this module's views
+        if self._rewriting or not os.path.isdir(os.path.join(self.root, sysfs.SYS_DIR)):
+            return
+        self._rewriting = True
+        try:
+            sysfs.write_port_states(self.root, self.host_model(self.local_host))
+        except (OSError, SimError):
+            pass
+        finally:
+            self._rewriting = False
+
     def host_model(self, host=None):
         """HostModel of ``host`` (default: this host)."""
         host = host or self.host
@@ -48,7 +72,7 @@ class Context(object):
             raise SimError('host %s is not in %s' % (host, self.fabric_path))
         prof = profiles.load(entry['profile'], self.profile_dir) if entry.get('profile') else None
         prof = profiles.renumber_ipv4(prof, self.fabric.get('ipv4_networks'))
-        return HostModel(host, entry['index'], prof, states.load(self.state_dir, host), self.fabric)
+        return HostModel(host, entry['index'], prof, states.load(self.state_dir, host), self.fabric, self.sm)
 
     def load_state(self):
         return states.load(self.state_dir, self.host)
@@ -64,7 +88,12 @@ class Context(object):
 
 
 class PortView(object):
-    """One HCA port as the kernel would report it now."""
+    """One HCA port as the kernel would report it now.
+
+    The logical state of an InfiniBand port is the subnet manager's doing. In a lab whose fabric runs ibsim (a real
+    OpenSM, issue 32) it is read from ibsim (hwsim/smstate.py): ``Initializing`` with LID 0 and SM LID 0 until a master
+    SM's sweep, then Active. Without ibsim, hwsim stands in for the SM: the profile's state, Active by default. Faults
+    (port-down, link-width, ...) apply on top of either."""
 
     def __init__(self, host_model, hca, port):
         self.host = host_model.host
@@ -86,14 +115,20 @@ class PortView(object):
         self.physical_state = port.get('physical_state', 'LinkUp')
         self.width = self.max_width
         self.lane_speed = self.max_lane_speed
+        self.is_ib = self.link_layer == 'InfiniBand'
+        subnet = fabrics.subnet_of(host_model.fabric, host_model.host, hca['name']) if self.is_ib else None
+        # what the SM made of the port (ibsim labs only): its state, and whether it gave a LID and an SM LID
+        answer = host_model.sm.answer(subnet['name']) if subnet and host_model.sm is not None else None
+        if answer is not None:
+            self.state, self.physical_state = answer['state'], answer['physical_state']
         self.faults = fault_kinds.for_hca(host_model.state['faults'], hca['name'])
         self._apply_faults()
-        self.is_ib = self.link_layer == 'InfiniBand'
         self.up = self.state != 'Down'
-        self.lid = profiles.lid(host_model.index, hca['name']) if self.is_ib and self.up else 0
-        subnet = fabrics.subnet_of(host_model.fabric, host_model.host, hca['name']) if self.is_ib else None
+        self.active = self.state == 'Active'
+        has_lid = self.is_ib and self.up and (answer is None or answer['lid'] != 0)
+        self.lid = profiles.lid(host_model.index, hca['name']) if has_lid else 0
         sm_lid = subnet['sm_lid'] if subnet else host_model.fabric.get('subnet_manager', {}).get('lid', 0)
-        self.sm_lid = sm_lid if self.is_ib and self.up else 0
+        self.sm_lid = sm_lid if self.is_ib and self.up and (answer is None or answer['sm_lid'] != 0) else 0
         self.lmc = 0
         self.rate = links.rate(self.width, self.lane_speed)
         self.rate_text = links.rate_text(self.width, self.lane_speed)
@@ -123,12 +158,14 @@ class PortView(object):
 class HostModel(object):
     """A lab host: name, index, profile (None for hosts without GPUs/HCAs) and state."""
 
-    def __init__(self, host, index, prof, state, fabric):
+    def __init__(self, host, index, prof, state, fabric, sm=None):
         self.host = host
         self.index = index
         self.profile = prof
         self.state = state
         self.fabric = fabric
+        # smstate.SubnetStates in a lab whose fabric runs ibsim (PortView reads the SM's answer), else None
+        self.sm = sm
         # the loaded driver's version and its CUDA version when the driver model answers (hwsim/driver.py: a
         # stand-in libnvidia-ml is installed); None: the profile's
         self.driver_version = None

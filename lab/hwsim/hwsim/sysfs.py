@@ -8,6 +8,14 @@
     run/hwsim/proc/driver/nvidia-nvswitch/devices/<address>/information  NVSwitches, only while nvidia is loaded
     run/hwsim/sys/class/net/<netdev>/{device,ecn/}, class/infiniband/<mlx5_N>/tc/  Ethernet ports (hwsim/roce.py), with
     run/hwsim/config/rdma_cm/<mlx5_N>/ports/<port>/                      RDMA-CM's configfs; kept when the tree is rewritten
+    run/hwsim/sys/class/infiniband/<mlx5_N>/ports/<port>/{state,phys_state,lid,sm_lid,rate,link_layer}   every port
+
+The port files are what ibstat, ibstatus and ibv_devinfo print (one PortView), in the kernel's formats
+(drivers/infiniband/core/sysfs.c state_show ``"%d: %s\n"`` with NOP/DOWN/INIT/ARMED/ACTIVE, phys_state_show
+``"5: LinkUp\n"``, lid_show and sm_lid_show ``"0x%x\n"``, rate_show ``"400 Gb/sec (4X NDR)\n"``). Written with the
+tree (``hwsim devices``, a boot), and again whenever a stand-in's query of the subnet manager (hwsim/smstate.py, ibsim
+labs) gets an answer that differs from the cached one: a file read alone does not ask the SM, so after an SM's first
+sweep the files say INIT until some stand-in runs (at most TTL seconds of staleness after that run).
 
 Sources: vendor/device/class as the kernel prints them (``0x10de``, ``0x22a3``, ``0x068000``); NVSwitch class
 0680 and IDs from pci.ids and lspci -Dnn of real HGX H100s (``Bridge [0680]: NVIDIA Corporation GH100 [H100
@@ -91,6 +99,39 @@ def _function(base, address, vendor, device, klass):
     return folder
 
 
+# sysfs phys_state texts (drivers/infiniband/core/sysfs.c phys_state_show) where they differ from ibstat's
+PHYS_STATE_TEXT = {'PhyTest': 'Phy Test'}
+
+
+def port_files(view):
+    """{name: text} of a port's sysfs directory ``class/infiniband/<hca>/ports/<n>/``."""
+    from hwsim.tools.ibstat import PHYS_STATE_NUM, PORT_STATE_NUM, SYSFS_STATE  # pylint: disable=import-outside-toplevel
+    return {
+        'state': '%d: %s\n' % (PORT_STATE_NUM[view.state], SYSFS_STATE[view.state]),
+        'phys_state': '%d: %s\n' % (PHYS_STATE_NUM[view.physical_state],
+                                      PHYS_STATE_TEXT.get(view.physical_state, view.physical_state)),
+        'lid': '0x%x\n' % view.lid,
+        'sm_lid': '0x%x\n' % view.sm_lid,
+        'rate': view.rate_text + '\n',
+        'link_layer': view.link_layer + '\n',
+    }
+
+
+def write_port_states(root, model):
+    """(Re)write every HCA port's state files under ``root``'s tree; returns the number of ports."""
+    base = os.path.join(root, SYS_DIR, 'class', 'infiniband')
+    views = model.ports()
+    for view in views:
+        for name, text in port_files(view).items():
+            path = os.path.join(base, view.ca_name, 'ports', str(view.number), name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            tmp = '%s.tmp.%d' % (path, os.getpid())   # two tools may rewrite at once
+            with open(tmp, 'w', encoding='utf-8') as handle:
+                handle.write(text)
+            os.replace(tmp, path)
+    return len(views)
+
+
 def write_tree(root, model):
     """(Re)write the host's tree under ``root``; returns the number of PCI functions. Nothing without a profile."""
     from hwsim import roce  # pylint: disable=import-outside-toplevel  # roce builds on this module
@@ -125,6 +166,7 @@ def write_tree(root, model):
         os.makedirs(link, exist_ok=True)
         os.symlink(os.path.join('..', '..', '..', 'bus', 'pci', 'devices', address), os.path.join(link, 'device'))
         count += 1
+    write_port_states(root, model)
     # The IPoIB mode the ib_ipoib driver starts each rail in (datagram; ipoib.rst): a container's veth has no
     # /sys/class/net/<if>/mode, so the ipoib role reads it here in the lab (ipoib_sysfs_root).
     for netdev in rails.ipoib_netdevs(model):

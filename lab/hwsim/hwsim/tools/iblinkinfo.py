@@ -8,6 +8,10 @@ whose link is down is not reachable, so it is not printed; the switch port
 it is cabled to prints as Down.  On a fabric with one subnet per rail, only
 the subnet of the port the tool opens (``-C``/``-P``, else the first active
 one) is printed, as the real tool's SMPs reach no further.
+
+In a lab whose fabric runs ibsim, the subnet manager decides (hwsim/smstate.py): before a master SM's first sweep
+every port of the subnet, switch ports and switch-to-switch links too, is ``Initialize``/``LinkUp`` with LID 0 (the
+tool walks the fabric by directed route, which needs no SM), as ibsim/sim_net.c link_ports() cables them.
 """
 from hwsim import fabric as fabrics, links
 from hwsim.model import SimError, pid
@@ -50,6 +54,7 @@ class Fabric(object):
     def __init__(self, ctx, subnet=None):
         self.ctx = ctx
         self.data = ctx.fabric
+        self.sm = ctx.sm   # smstate.SubnetStates in an ibsim lab, else None (every link Active)
         self.switches = [switch for switch in self.data['switches'] if subnet is None or switch.get('subnet') == subnet]
         self.ca_ports = {}      # 'host/mlx5_N' -> PortView (only hosts with IB HCAs in the fabric)
         for host, entry in sorted(self.data['hosts'].items(), key=lambda item: (item[1]['index'] or 0, item[0])):
@@ -69,9 +74,21 @@ class Fabric(object):
         speed = min(view.lane_speed, max_speed)
         return Link(view.width, speed, view.state, view.physical_state, view.max_width, max_speed)
 
+    def _answer(self, switch):
+        if self.sm is None:
+            return None
+        return self.sm.answer(switch.get('subnet') or self.data['subnets'][0]['name'])
+
+    def switch_lid(self, switch):
+        """The switch's LID: fabric.yml's, or 0 where no SM has assigned LIDs yet."""
+        answer = self._answer(switch)
+        return switch['lid'] if answer is None or answer['lid'] != 0 else 0
+
     def switch_link(self, switch, peer_switch):
         speed = fabrics.max_lane_speed(switch['lane_speed_gbps'], peer_switch['lane_speed_gbps'])
-        return Link('4X', speed, 'Active', 'LinkUp')
+        answer = self._answer(switch)
+        state = 'Active' if answer is None or answer['state'] == 'Down' else answer['state']
+        return Link('4X', speed, state, 'LinkUp')
 
 
 def _remote(lid, port, desc, link, guid=None):
@@ -99,7 +116,7 @@ def switch_lines(fab, switch, options):
         elif peer:
             other = fab.switch(peer['peer'])
             link = fab.switch_link(switch, other)
-            remote = _remote(other['lid'], peer['peer_port'], other['description'], link,
+            remote = _remote(fab.switch_lid(other), peer['peer_port'], other['description'], link,
                              other['guid'] if options['line'] else None)
         if options['down'] and not link.down:
             continue
@@ -107,7 +124,7 @@ def switch_lines(fab, switch, options):
             start = '%s "%30s" ' % (switch['guid'], switch['description'])
         else:
             start = '      '
-        lines.append('%s%6d %4d[%2s] ==%s==>  %s' % (start, switch['lid'], number, '', link.link_text(), remote))
+        lines.append('%s%6d %4d[%2s] ==%s==>  %s' % (start, fab.switch_lid(switch), number, '', link.link_text(), remote))
     if lines and not options['line']:
         lines.insert(0, 'Switch: %s %s:' % (switch['guid'], switch['description']))
     return lines
@@ -121,7 +138,7 @@ def ca_lines(fab, key, options):
     if link.down or options['down']:
         return []
     guid = switch['guid'] if options['line'] else None
-    remote = _remote(switch['lid'], entry['switch_port'], switch['description'], link, guid)
+    remote = _remote(fab.switch_lid(switch), entry['switch_port'], switch['description'], link, guid)
     if options['line']:
         start = '0x%016x "%30s" ' % (view.port_guid, view.description)
         return ['%s%6d %4d[%2s] ==%s==>  %s' % (start, view.lid, view.number, '', link.link_text(), remote)]

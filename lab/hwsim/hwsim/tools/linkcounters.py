@@ -23,6 +23,7 @@ import sys
 
 from hwsim import faults as fault_kinds, incast
 from hwsim.model import pid
+from hwsim.tools.ibstat import SYSFS_STATE
 
 # where the real ethtool/rdma live when the lab image has them: what the stand-ins do not simulate goes there
 REAL_DIRS = ('/usr/sbin', '/sbin', '/usr/bin', '/bin')
@@ -289,8 +290,9 @@ def run_rdma(ctx, args):
                 ctx.error('Wrong device name\n')
                 return 1
         for view in views:
+            # the port state in the kernel's names (INIT before the subnet manager's sweep: hwsim/smstate.py)
             ctx.write('link %s/%d state %s physical_state %s%s\n' % (
-                view.ca_name, view.number, 'ACTIVE' if view.up else 'DOWN', 'LINK_UP' if view.up else 'POLLING',
+                view.ca_name, view.number, SYSFS_STATE[view.state], 'LINK_UP' if view.up else 'POLLING',
                 ' netdev %s' % view.netdev if view.netdev else ''))
         return 0
     if args[:3] in (['statistic', 'show', 'link'], ['stat', 'show', 'link']) and len(args) == 4:

@@ -318,8 +318,10 @@ class Node(object):
         efficiency = (self.profile.get('perftest') or {}).get('efficiency', 0.95)
         spec = hca_filter(environ.get('NCCL_IB_HCA'))
         # the devices NCCL's IB transport uses: Active ports of GPU-fabric HCAs that NCCL_IB_HCA selects (a storage or
-        # management HCA adds nothing to the GPU fabric)
-        self.nets = [view for view in model.ports() if view.hca.get('role') == 'compute' and view.up
+        # management HCA adds nothing to the GPU fabric). src/transport/net_ib/init.cc ncclIbInit skips a port that is
+        # not Active (``if (portAttr.state != IBV_PORT_ACTIVE) continue;``): an InfiniBand port still Initializing
+        # (no master SM yet, hwsim/smstate.py) is no device, and with none NCCL falls back to sockets
+        self.nets = [view for view in model.ports() if view.hca.get('role') == 'compute' and view.active
                      and hca_selected(view.ca_name, view.number, spec)]
         self.fabric_gbps = sum(view.rate * view.faults.get('hca-bw-low', {}).get('fraction', 1.0) * efficiency
                                for view in self.nets)
