@@ -3,7 +3,8 @@ write to it at once in one traffic class, with and without PFC on that class's p
 
 **Which runs are an incast.** hwsim has no switch and no clock shared with the traffic, so it counts what it can see
 honestly: every perftest *server* registers a run file (``<state dir>/perftest-runs/<host>/<HCA>-<TCP port>-<pid>``,
-its start time, and its end time once it exits). When a client connects, the server counts the runs on the same HCA
+its start time and process id, and its end time once it exits; a run whose server was killed before it could end it
+counts as ended). When a client connects, the server counts the runs on the same HCA
 of its host whose lifetimes overlap its own (started before it ended, ended after it started, or still running): that
 is the number of flows the receiving port carries at once, the incast's fan-in N. A single pair (N = 1) is never an
 incast, and nothing below changes it. verify_perftest's incast round starts the receiver's N servers first, then the N
@@ -66,11 +67,26 @@ def register(ctx, device, port):
     now = time.time()
     for path in glob.glob(os.path.join(folder, '*.json')):
         run = _load(path)
-        if run is None or (run.get('ended') is not None and now - run['ended'] > KEEP_S):
+        if run is None or (run.get('ended') is not None and now - run['ended'] > KEEP_S) \
+                or (run.get('ended') is None and not _alive(run.get('pid'))):
             _remove(path)
     path = os.path.join(folder, '%s-%d-%d.json' % (device, port, os.getpid()))
-    _store(path, {'device': device, 'port': port, 'started': now, 'ended': None})
+    _store(path, {'device': device, 'port': port, 'started': now, 'ended': None, 'pid': os.getpid()})
     return path
+
+
+def _alive(pid):
+    """Whether process ``pid`` of this host still runs: a server killed by timeout(1) never ends its run file, and a
+    dead server must not count as a flow (it made every later server of the HCA an incast)."""
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def finish(path):
@@ -90,6 +106,8 @@ def fan_in(ctx, path):
         run = _load(other)
         if run is None or run.get('device') != mine['device']:
             continue
+        if run.get('ended') is None and other != path and not _alive(run.get('pid')):
+            continue  # killed before it could end its run (timeout(1)): no flow
         if run['started'] <= (mine.get('ended') or time.time()) and (run.get('ended') is None or run['ended'] >= mine['started']):
             count += 1
     return max(count, 1)

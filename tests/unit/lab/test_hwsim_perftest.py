@@ -437,3 +437,33 @@ def test_net_lossless_on_hwsim_fails_the_receivers_port_without_pfc_and_passes_w
     failed = receiver['enp64s0np0 rail 1 (receiver)']
     assert not failed['passed'] and failed['measured']['rx_prio3_discards'] > 0, failed
     assert receiver['enp24s0np0 rail 0 (receiver)']['passed']
+
+
+def test_a_server_killed_before_it_ended_its_run_is_no_flow(tmp_path):
+    """timeout(1) kills a server that never got its client (verify's faulted runs): its run file stays open, and it must
+    not make every later server of that HCA an incast (molecule/verify's repair run failed its pairs that way)."""
+    from hwsim import incast  # pylint: disable=import-outside-toplevel
+    lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
+    ctx = cli.Context.from_env(lab.env('gpu01'), io.StringIO(), io.StringIO())
+    dead = incast.register(ctx, 'mlx5_0', 18515)
+    with open(dead, encoding='utf-8') as handle:
+        text = handle.read()
+    with open(dead, 'w', encoding='utf-8') as handle:  # as if written by a process that is gone
+        handle.write(text.replace('"pid": %d' % os.getpid(), '"pid": 999999999'))
+    mine = incast.register(ctx, 'mlx5_0', 18516)
+    assert incast.fan_in(ctx, mine) == 1
+    assert not os.path.exists(dead)  # the next registration removes it
+    other = incast.register(ctx, 'mlx5_0', 18517)  # a live overlapping server still counts
+    assert incast.fan_in(ctx, mine) == 2
+    incast.finish(other)
+    incast.finish(mine)
+
+
+def test_infiniband_servers_at_once_are_no_lossy_incast(tmp_path):
+    """InfiniBand's link-level flow control is credit based: no PFC, no drop; two senders to one IB port keep their
+    bandwidth model and count no discard."""
+    lab = make_lab(tmp_path, 'hgx-h100-ib', compute=3)
+    args = ['-d', 'mlx5_0', '--report_gbits', '-q', '2', '-s', '65536', '-n', '20000']
+    alone = _gbps(pair(lab, 'ib_write_bw', args, args, server_host='gpu01', client_host='gpu02')[0])
+    results = _incast(lab, ['gpu02', 'gpu03'], args)
+    assert all(_gbps(result) > alone * 0.9 for result in results)

@@ -591,7 +591,8 @@ def run_server(ctx, name, opts, dest, timeout):
             remote = _check_peer(name, opts, channel.receive())
             # the receiving port: how many flows it carries now, on which priority, with or without PFC
             view = incast.receiver_view(ctx, dest.get('netdev'), remote.get('tclass'), incast.fan_in(ctx, run))
-            if view['senders'] >= 2:
+            # InfiniBand is lossless by its credit-based link-level flow control: no PFC, no drop, so no incast model
+            if view['senders'] >= 2 and dest.get('link_layer') == 'Ethernet':
                 dest['incast'], dest['share'] = view, view['share']
             channel.send(_hello(name, opts, dest))
             _write(ctx, _header(name, opts, dest, remote, True))
@@ -599,7 +600,8 @@ def run_server(ctx, name, opts, dest, timeout):
             text = channel.receive()['report']
             _write(ctx, text)
             channel.send({'done': True})
-            incast.add(ctx, dest.get('netdev'), incast.rises(view, _packets(opts, dest, remote), 'receiver'))
+            if dest.get('link_layer') == 'Ethernet':
+                incast.add(ctx, dest.get('netdev'), incast.rises(view, _packets(opts, dest, remote), 'receiver'))
         except OSError:
             raise PerftestError(' Failed to exchange data between server and clients\n')
         finally:
