@@ -159,14 +159,42 @@ def evaluate_node(host, expected_list, source, ports):
         ','.join(seen), ' and %s' % ', '.join(gids) if gids else ''))
 
 
+def debug_unfit(environment):
+    """Why the run's environment keeps NCCL from printing the lines nccl.env reads, or None: NCCL_DEBUG below INFO
+    (a site's ``verify_nccl_environment`` with ``NCCL_DEBUG: WARN``, as the example inventory had), or
+    NCCL_DEBUG_SUBSYS without INIT or NET (NCCL's src/debug.cc: the level filters first, then the subsystem mask;
+    ``ALL`` or a ``^`` exclusion list that spares both keeps them)."""
+    level = str(environment.get('NCCL_DEBUG') or '').strip().upper()
+    if level not in ('INFO', 'TRACE'):
+        return ('the run had NCCL_DEBUG=%s, so NCCL printed no INFO lines; set verify_nccl_multi_node_debug: true and '
+                'leave NCCL_DEBUG out of verify_nccl_environment (or set it to INFO) to judge it' % (level or 'unset'))
+    subsys = str(environment.get('NCCL_DEBUG_SUBSYS') or '').strip().upper()
+    if not subsys:
+        return None  # NCCL's default mask (INIT, BOOTSTRAP, ENV) prints the NET/IB device lines under INIT
+    names = [name.strip() for name in subsys.lstrip('^').split(',') if name.strip()]
+    if subsys.startswith('^'):
+        kept = not any(name in ('INIT', 'NET', 'ALL') for name in names)
+    else:
+        kept = 'ALL' in names or ('INIT' in names and 'NET' in names)
+    if not kept:
+        return 'the run had NCCL_DEBUG_SUBSYS=%s, which hides INIT or NET; include both to judge it' % subsys
+    return None
+
+
 def decide_nccl_env(stdout, participants, expected):
     """node -> [nccl.env result] of the multi-node run's output.
 
     ``expected``: ``environment`` (the run's own environment: NCCL_IB_HCA there wins over the files), ``nccl_conf``
     (node -> the text of its /etc/nccl.conf, or absent) or ``nccl_conf_b64`` (node -> slurp's base64 of it),
     ``ib_outcome`` (verify_ib's: ``raw[node].ib_info`` and
-    ``checked[node]``). An output without NCCL INFO lines fails every node, naming the mode it needs.
+    ``checked[node]``). A run whose environment keeps NCCL from printing the lines (``debug_unfit``) judges no node:
+    each is not checked, with the reason. An output without NCCL INFO lines otherwise fails every node, naming the mode
+    it needs.
     """
+    unfit = debug_unfit(expected['environment'] or {}) if 'environment' in expected else None
+    if unfit:
+        return dict((node, [new_result(CHECK, 'node', None, 'NET/IB', True, 'not checked: %s' % unfit, skipped=unfit)])
+                    for node in participants)
     try:
         hosts = parse_nccl_debug(stdout or '')['hosts']
     except ParseError as exc:

@@ -106,3 +106,25 @@ def test_output_without_info_lines_fails_every_node_naming_the_mode():
     results = nccl_env.decide_nccl_env('#  Rank  0 Group  0 Pid 1 on gpu01 device  0 [0000:1b:00] NVIDIA H100\n', ['gpu01', 'gpu02'], {})
     assert sorted(results) == ['gpu01', 'gpu02']
     assert 'NCCL_DEBUG=INFO' in results['gpu02'][0]['message'] and not results['gpu02'][0]['passed']
+
+
+@pytest.mark.parametrize('environment, why', [
+    ({'NCCL_DEBUG': 'WARN'}, 'NCCL_DEBUG=WARN'),
+    ({}, 'NCCL_DEBUG=unset'),
+    ({'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': 'COLL'}, 'NCCL_DEBUG_SUBSYS=COLL'),
+    ({'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': '^NET'}, 'NCCL_DEBUG_SUBSYS=^NET'),
+])
+def test_a_run_whose_environment_hides_the_lines_judges_no_node(environment, why):
+    """A site's verify_nccl_environment with NCCL_DEBUG: WARN (the example inventory had it; lab-check's README run
+    failed every node on nccl.env): not checked, with the reason, never a drain."""
+    results = nccl_env.decide_nccl_env('', ['gpu01', 'gpu02'], {'environment': environment})
+    for node in ('gpu01', 'gpu02'):
+        result = results[node][0]
+        assert result['passed'] and result['skipped'] and why in result['message'], result
+
+
+@pytest.mark.parametrize('environment', [{'NCCL_DEBUG': 'info'}, {'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': 'INIT,NET'},
+                                         {'NCCL_DEBUG': 'TRACE', 'NCCL_DEBUG_SUBSYS': 'ALL'},
+                                         {'NCCL_DEBUG': 'INFO', 'NCCL_DEBUG_SUBSYS': '^COLL'}])
+def test_an_environment_that_prints_the_lines_is_judged(environment):
+    assert nccl_env.debug_unfit(environment) is None
