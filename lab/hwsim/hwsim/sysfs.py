@@ -106,10 +106,10 @@ PHYS_STATE_TEXT = {'PhyTest': 'Phy Test'}
 def port_files(view):
     """{name: text} of a port's sysfs directory ``class/infiniband/<hca>/ports/<n>/``."""
     from hwsim.tools.ibstat import PHYS_STATE_NUM, PORT_STATE_NUM, SYSFS_STATE  # pylint: disable=import-outside-toplevel
+    phys_text = PHYS_STATE_TEXT.get(view.physical_state, view.physical_state)
     return {
         'state': '%d: %s\n' % (PORT_STATE_NUM[view.state], SYSFS_STATE[view.state]),
-        'phys_state': '%d: %s\n' % (PHYS_STATE_NUM[view.physical_state],
-                                      PHYS_STATE_TEXT.get(view.physical_state, view.physical_state)),
+        'phys_state': '%d: %s\n' % (PHYS_STATE_NUM[view.physical_state], phys_text),
         'lid': '0x%x\n' % view.lid,
         'sm_lid': '0x%x\n' % view.sm_lid,
         'rate': view.rate_text + '\n',

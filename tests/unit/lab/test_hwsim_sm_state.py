@@ -23,6 +23,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))   # the ibsim hel
 from ansible_collections.aicluster.infra.plugins.module_utils.ibstat import parse_ibstat  # noqa: E402
 from hwsim import cli, fabric as fabrics, ibsim, profile as profiles, smstate  # noqa: E402
 from hwsim.testing import make_lab  # noqa: E402
+# pylint: disable-next=wrong-import-order,unused-import
 from test_hwsim_ibsim import HWSIM, _free_udp_port, _until, needs_real, processes, serve_ibsim  # noqa: E402,F401
 
 # ``smpquery -D portinfo 0 1`` of a CA port against ibsim 0.10 with infiniband-diags 44.0 (Debian bookworm), before any
@@ -69,8 +70,8 @@ def _stub(monkeypatch, answer):
 
 def test_portinfo_parse():
     assert smstate.parse_portinfo(PORTINFO_NO_SM) == NO_SM
-    active = PORTINFO_NO_SM.replace('Initialize', 'Active').replace('Lid:.............................0',
-                                                                     'Lid:.............................10')
+    active = PORTINFO_NO_SM.replace('Initialize', 'Active')
+    active = active.replace('Lid:.............................0', 'Lid:.............................10')
     assert smstate.parse_portinfo(active.replace('SMLid:...........................0',
                                                  'SMLid:...........................1')) == MASTER
     assert smstate.parse_portinfo('ibwarn: [1] mad_rpc: _do_madrpc failed; dport (DR path slid 0; dlid 0; 0)\n') is None
@@ -259,7 +260,7 @@ def test_real_query_before_and_after_opensm(tmp_path, processes):  # pylint: dis
 
     assert 'State: Initializing\n' in ibstat() and 'Base lid: 0\n' in ibstat()
     timings = []
-    for _ in range(10):
+    for dummy in range(10):
         started = time.monotonic()
         answer = smstate.query_port(fabric, 'gpu01', 'mlx5_3', env, str(tmp_path / 'work'))
         timings.append(time.monotonic() - started)
