@@ -176,7 +176,7 @@ def test_socket_fall_back_and_gdr_off_fail_nccl_env(tmp_path):
     assert re.search(r"^gpu01:\d+:\d+ \[0\] NCCL INFO NET/Socket : GPU Direct RDMA Disabled for HCA 0 'eth0'$", stdout, re.M)
     busbw = [row for row in parse_nccl_tests(stdout)['rows'] if row['size'] == 8 * 1024 ** 3][0]['oop_busbw']
     assert busbw < 1.3  # the socket figure, not the fabric
-    results = env_results(lab, HOSTS, stdout, environment={'NCCL_IB_HCA': '=mlx5_1:1'})
+    results = env_results(lab, HOSTS, stdout, environment=dict(DEBUG, NCCL_IB_HCA='=mlx5_1:1'))
     assert not results['gpu01'][0]['passed'] and 'NCCL used network Socket (NET/Socket eth0:192.0.2.' in results['gpu01'][0]['message']
     assert results['gpu01'][0]['measured'] == 'NET/Socket -'
     assert lab.run('gpu02', ['hwsim', 'fault', 'gdr-broken', '0'])[0] == 0
