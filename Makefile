@@ -148,7 +148,7 @@ ee-context: build-check ## the execution environment's build context in build/ee
 
 .PHONY: lab-check
 lab-check: $(NEEDS_LAB) ## tests/lab: the oldest ansible-core admitted, the README's real-cluster path verbatim, two labs side by side (~10 min)
-	$(TIMED) $(VENV)/bin/python -m pytest -q tests/lab
+	$(TIMED) $(VENV)/bin/python -m pytest -q --durations=0 tests/lab
 
 .PHONY: molecule
 molecule: lab-image ## every molecule scenario (lab hosts, podman), one after another
