@@ -162,7 +162,8 @@ def lossless_plan(observations, outcome, expected):
     sender, each to its own server port (``base_port + 64 + k``, k counting the receiver's servers over every rail);
     ``bidirectional`` off (an incast is one way). ``tests``: every round's tests, which run at once (the rails are
     separate ports, so each port's counters still see its own rail's incast only). ``reads``:
-    node -> the netdevs whose counters are read before and after (the ports of every rail it takes part in).
+    node -> the HCAs whose ports' counters are read before and after (the ports of every rail it takes part in), one
+    ``ib_counters_info`` call each time (it reads every port's ``ethtool -S`` at once).
     """
     expected = expected or {}
     plan = {'skip': None, 'rounds': [], 'tests': [], 'reads': {},
@@ -200,25 +201,25 @@ def lossless_plan(observations, outcome, expected):
         plan['rounds'].append({'rail': rail, 'receiver': receiver, 'senders': senders, 'tests': tests})
         plan['tests'].extend(tests)
         for spec in tests:
-            for node, netdev in ((receiver, spec['receiver_netdev']), (spec['client'], spec['sender_netdev'])):
-                if netdev and netdev not in plan['reads'].setdefault(node, []):
-                    plan['reads'][node].append(netdev)
+            for node, hca in ((receiver, spec['server_hca']), (spec['client'], spec['client_hca'])):
+                if hca and hca not in plan['reads'].setdefault(node, []):
+                    plan['reads'][node].append(hca)
     if not plan['rounds']:
         plan['skip'] = 'no rail is shared by 3 or more nodes: no incast to run'
     return plan
 
 
 def _counter_reads(observation):
-    """netdev -> counters of one node's registered ``ethtool -S`` loop (item: the netdev)."""
+    """HCA -> counters of one node's registered ``ib_counters_info`` read (link layer Ethernet): a port whose
+    ``ethtool -S`` did not run or did not parse is left out, so it is not checked, as an unread one."""
     out = {}
-    for result in (observation or {}).get('results') or []:
-        if not isinstance(result, dict) or result.get('skipped') or result.get('rc') not in (0, None):
+    for port in (observation or {}).get('ports') or []:
+        if not isinstance(port, dict) or not port.get('hca'):
             continue
-        if result.get('item'):
-            try:
-                out[result['item']] = parse_ethtool_stats(result.get('stdout') or '')
-            except ParseError:
-                continue  # not ethtool -S output: that port is not checked, as an unread one
+        if 'ethtool' in (port.get('missing') or []) or not port.get('netdev') or any(
+                str(error).startswith('ethtool') or 'no netdev found' in str(error) for error in port.get('errors') or []):
+            continue
+        out[port['hca']] = dict(port.get('counters') or {})
     return out
 
 
@@ -239,8 +240,8 @@ def _client_rcs(runs):
 def decide_lossless(plan, observations, expected):
     """net.lossless for every node of the incast rounds.
 
-    ``plan``: ``lossless_plan``'s; ``observations``: node -> {``before``, ``after``: registered ``ethtool -S`` loops
-    over ``plan.reads[node]``}, and ``runs``: the perftest_run async results of every node. The receiver's port fails
+    ``plan``: ``lossless_plan``'s; ``observations``: node -> {``before``, ``after``: registered ``ib_counters_info``
+    reads of ``plan.reads[node]``}, and ``runs``: the perftest_run async results of every node. The receiver's port fails
     when its ``rx_prio<P>_discards`` or ``rx_discards_phy`` rose (naming the port and the rise); a sender's port fails
     the same way. Pause and CNP rises are kept in the result as evidence. A port whose counters could not be read
     both times, or a round whose senders all failed to run, is not checked, with the reason.
@@ -261,14 +262,16 @@ def decide_lossless(plan, observations, expected):
     for rnd in plan.get('rounds') or []:
         tests = rnd.get('tests') or []
         ran_ok = [spec for spec in tests if (runs.get((spec['server'], spec['port'])) or (None,))[0] == 0]
-        ports = [(rnd['receiver'], tests[0]['receiver_netdev'] if tests else None, 'receiver', len(ran_ok))]
-        ports += [(spec['client'], spec['sender_netdev'], 'sender', spec) for spec in tests]
-        for node, netdev, role, own in ports:
+        ports = [(rnd['receiver'], tests[0]['receiver_netdev'] if tests else None, tests[0]['server_hca'] if tests else None,
+                  'receiver', len(ran_ok))]
+        ports += [(spec['client'], spec['sender_netdev'], spec['client_hca'], 'sender', spec) for spec in tests]
+        for node, netdev, hca, role, own in ports:
             subject = '%s rail %d (%s)' % (netdev, rnd['rail'], role)
             what = '%s %s, rail %d' % (node, netdev, rnd['rail'])
             extra = {'rail': rnd['rail'], 'role': role, 'receiver': rnd['receiver'], 'priority': prio}
-            before, after = reads.get(node, ({}, {}))
-            if not netdev or netdev not in before or netdev not in after:
+            read_before, read_after = reads.get(node, ({}, {}))
+            before, after = {netdev: read_before.get(hca)}, {netdev: read_after.get(hca)}
+            if not netdev or before[netdev] is None or after[netdev] is None:
                 nodes.setdefault(node, []).append(_skipped('net.lossless', subject, 0, 'the counters of %s were not read '
                                                            'before and after the incast' % (netdev or 'its port'), **extra))
                 continue

@@ -13,12 +13,14 @@ import time
 
 import pytest
 
+from _module_runner import run_main
 from _paths import REPO, own_fixture, real_fixture
 
 sys.path.insert(0, os.path.join(REPO, 'lab', 'hwsim'))
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.perftest import parse_perftest  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.modules import ib_counters_info  # noqa: E402
 from hwsim import cli, profile as profiles  # noqa: E402
 from hwsim.tools import perftest as hwsim_perftest  # noqa: E402
 from hwsim.testing import PROFILES, make_lab  # noqa: E402
@@ -375,8 +377,8 @@ def test_pfc_off_fault_makes_the_lossless_class_drop_again(tmp_path):
 
 
 def _run_lossless(lab, tmp_path, nodes):
-    """net.lossless end to end on hwsim: the plan's commands run by the stand-ins (every server first), ethtool -S
-    before and after, the decision."""
+    """net.lossless end to end on hwsim: the plan's commands run by the stand-ins (every server first), the ports'
+    counters read before and after by the module the role runs, the decision."""
     from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as verify_perftest, roce as verify_roce
     ib_info = {'hcas': [{'name': name, 'ports': [{'port': 1, 'link_layer': 'Ethernet', 'netdev': netdev, 'rate_gbps': 400,
                                                   'state': 'Active', 'roce_v2_gid_index': 3}]}
@@ -391,8 +393,12 @@ def _run_lossless(lab, tmp_path, nodes):
         return argv[argv.index('ib_write_bw'):]
 
     def stats(node):
-        return {'results': [{'item': netdev, 'rc': 0, 'stdout': lab.ok(node, ['ethtool', '-S', netdev])}
-                            for netdev in plan['reads'][node]]}
+        """The node's counters as the role reads them: ib_counters_info, its rdma and ethtool the stand-ins'."""
+        def tool(argv):
+            return lab.run(node, [os.path.basename(argv[0])] + list(argv[1:]))
+        result, _box, _exited = run_main(ib_counters_info, {'hcas': plan['reads'][node], 'link_layer': 'Ethernet',
+                                                            'ber': False}, {'rdma': tool, 'ethtool': tool})
+        return result
     before = dict((node, stats(node)) for node in plan['reads'])
     servers = [Server(lab, spec['server'], strip(spec['server_cmd']['argv'])) for spec in plan['tests']]
     for server in servers:

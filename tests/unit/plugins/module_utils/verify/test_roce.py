@@ -114,8 +114,8 @@ def test_one_incast_round_per_rail_the_first_node_receives():
     client = tests[0]['client_cmd']['argv']
     assert 'ib_write_bw' in client and '--tclass=106' in client and '-b' not in client and client[-1] == 'gpu01'
     assert '-p' in tests[0]['server_cmd']['argv'] and '18579' in tests[0]['server_cmd']['argv']
-    assert plan['reads'] == {'gpu01': ['enp24s0np0', 'enp64s0np0'], 'gpu02': ['enp24s0np0', 'enp64s0np0'],
-                             'gpu03': ['enp24s0np0', 'enp64s0np0'], 'gpu04': ['enp24s0np0', 'enp64s0np0']}
+    assert plan['reads'] == {'gpu01': ['mlx5_0', 'mlx5_3'], 'gpu02': ['mlx5_0', 'mlx5_3'],
+                             'gpu03': ['mlx5_0', 'mlx5_3'], 'gpu04': ['mlx5_0', 'mlx5_3']}
 
 
 def test_an_incast_needs_three_nodes_and_ethernet():
@@ -127,20 +127,28 @@ def test_an_incast_needs_three_nodes_and_ethernet():
     assert roce.lossless_plan(observations, outcome, {'link_layer': 'InfiniBand'})['skip'] == roce.NOT_ETHERNET
 
 
+NETDEVS = {'mlx5_0': 'enp24s0np0', 'mlx5_3': 'enp64s0np0'}
+
+
 def _stats(**values):
     base = {'rx_prio3_discards': 0, 'rx_discards_phy': 0, 'rx_prio3_pause': 0, 'tx_prio3_pause': 0, 'np_cnp_sent': 0,
             'rp_cnp_handled': 0}
     base.update(values)
-    return 'NIC statistics:\n' + ''.join('     %s: %d\n' % item for item in sorted(base.items()))
+    return base
+
+
+def _port(hca, **values):
+    """One port of an ib_counters_info read (link layer Ethernet, no BER), as the module returns it."""
+    return {'hca': hca, 'port': 1, 'link_layer': 'Ethernet', 'netdev': NETDEVS[hca], 'lid': None,
+            'counters': _stats(**values), 'ber': {}, 'missing': [], 'errors': [], 'saturating': False}
 
 
 def _reads(plan, after):
-    """node -> {before, after} ethtool loops: every counter 0 before, ``after[(node, netdev)]`` after."""
+    """node -> {before, after} ib_counters_info reads: every counter 0 before, ``after[(node, netdev)]`` after."""
     out = {}
-    for node, netdevs in plan['reads'].items():
-        out[node] = {'before': {'results': [{'item': n, 'rc': 0, 'stdout': _stats()} for n in netdevs]},
-                     'after': {'results': [{'item': n, 'rc': 0, 'stdout': _stats(**after.get((node, n), {}))}
-                                           for n in netdevs]}}
+    for node, hcas in plan['reads'].items():
+        out[node] = {'before': {'changed': False, 'ports': [_port(hca) for hca in hcas]},
+                     'after': {'changed': False, 'ports': [_port(hca, **after.get((node, NETDEVS[hca]), {})) for hca in hcas]}}
     return out
 
 
@@ -179,10 +187,21 @@ def test_a_round_with_fewer_than_two_senders_that_ran_is_not_checked():
     assert outcome['nodes']['gpu03'][0]['skipped'].startswith('its ib_write_bw to gpu01 did not run (rc 1)')
 
 
-def test_a_read_that_is_not_ethtool_output_leaves_the_port_not_checked():
-    reads = {'results': [{'item': 'enp24s0np0', 'rc': 0, 'stdout': 'netlink error'},
-                         {'item': 'enp64s0np0', 'rc': 0, 'stdout': 'NIC statistics:\n     rx_prio3_discards: 5\n'}]}
-    assert roce._counter_reads(reads) == {'enp64s0np0': {'rx_prio3_discards': 5}}
+def test_a_port_whose_ethtool_read_failed_is_left_out_so_it_is_not_checked():
+    failed = dict(_port('mlx5_0'), counters={'np_cnp_sent': 0},
+                  errors=['ethtool -S enp24s0np0: rc=94: netlink error: Operation not supported'])
+    assert roce._counter_reads({'ports': [failed, _port('mlx5_3', rx_prio3_discards=5)]}) == {
+        'mlx5_3': _stats(rx_prio3_discards=5)}
+    assert roce._counter_reads({'ports': [dict(_port('mlx5_0'), netdev=None)]}) == {}
+    assert roce._counter_reads({'skipped': True}) == {}
+
+    nodes = ['gpu01', 'gpu02', 'gpu03']
+    observations, outcome = _perftest_outcome(nodes)
+    plan = roce.lossless_plan(observations, outcome, {'link_layer': 'Ethernet', 'nodes': nodes})
+    reads = _reads(plan, {})
+    reads['gpu01']['after']['ports'][0] = dict(failed)
+    result = roce.decide_lossless(plan, reads, {'nodes': nodes, 'runs': _runs(plan)})['nodes']['gpu01'][0]
+    assert result['skipped'] == 'the counters of enp24s0np0 were not read before and after the incast'
 
 
 def test_drops_on_another_priority_fail_too_and_say_the_class_landed_elsewhere():
@@ -190,8 +209,7 @@ def test_drops_on_another_priority_fail_too_and_say_the_class_landed_elsewhere()
     observations, outcome = _perftest_outcome(nodes)
     plan = roce.lossless_plan(observations, outcome, {'link_layer': 'Ethernet', 'nodes': nodes, 'tclass': 106})
     reads = _reads(plan, {})
-    after = reads['gpu01']['after']['results'][0]
-    after['stdout'] += '     rx_prio0_discards: 90\n'        # printed once it counted (the before read had none)
+    reads['gpu01']['after']['ports'][0]['counters']['rx_prio0_discards'] = 90  # printed once it counted (none before)
     result = roce.decide_lossless(plan, reads, {'nodes': nodes, 'runs': _runs(plan)})['nodes']['gpu01'][0]
     assert not result['passed'] and result['measured'] == {'rx_prio0_discards': 90}
     assert 'dropped on rx_prio0_discards, not priority 3' in result['message']
