@@ -31,7 +31,8 @@ CHECK = 'nccl.env'
 
 
 def hca_spec(value):
-    """NCCL_IB_HCA -> (exclude, exact, [(name, port or None)]), or None when unset or empty (every device)."""
+    """NCCL_IB_HCA -> (exclude, exact, [(name, port or None)]), or None when unset or empty (every device). hwsim's
+    nccl stand-in parses it apart on purpose (lab/hwsim/hwsim/tools/nccl.py hca_filter), from the same NCCL source."""
     text = (value or '').strip()
     if not text:
         return None

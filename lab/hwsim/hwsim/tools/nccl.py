@@ -267,7 +267,11 @@ def launch(environ, host):
 
 
 def hca_filter(value):
-    """NCCL_IB_HCA -> (exclude, exact, [(name, port or None)]), or None when unset or empty (every device)."""
+    """NCCL_IB_HCA -> (exclude, exact, [(name, port or None)]), or None when unset or empty (every device).
+
+    The collection's nccl.env check reads the same variable (plugins/module_utils/verify/nccl_env.py hca_spec); both
+    follow NCCL's src/misc/utils.cc parseStringList/matchIfList, written apart on purpose: a stand-in that imported the
+    collection's decision code would agree with its bugs."""
     text = (value or '').strip()
     if not text:
         return None
