@@ -346,10 +346,15 @@ def test_an_incast_without_pfc_drops_on_the_receivers_priority_and_loses_bandwid
     assert all(_gbps(result) < alone / 2 * 0.5 for result in results)
 
 
+def _lossless(lab, host, netdev):
+    """``netdev`` of ``host`` as the roce role leaves it: trust dscp, PFC on priority 3, DSCP 26 on priority 3."""
+    lab.ok(host, ['mlnx_qos', '-i', netdev, '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
+    lab.ok(host, ['mlnx_qos', '-i', netdev, '--dscp2prio', 'set,26,3'])
+
+
 def test_an_incast_with_pfc_on_its_priority_pauses_and_drops_nothing(tmp_path):
     lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    _lossless(lab, 'gpu01', 'enp24s0np0')
     alone = _gbps(pair(lab, 'ib_write_bw', INCAST, INCAST, server_host='gpu01', client_host='gpu02')[0])
     before = _ethtool(lab, 'gpu01', 'enp24s0np0')
     sender_before = _ethtool(lab, 'gpu02', 'enp24s0np0')
@@ -368,8 +373,7 @@ def test_an_incast_with_pfc_on_its_priority_pauses_and_drops_nothing(tmp_path):
 
 def test_pfc_off_fault_makes_the_lossless_class_drop_again(tmp_path):
     lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    _lossless(lab, 'gpu01', 'enp24s0np0')
     lab.ok('gpu01', ['hwsim', 'fault', 'pfc-off', 'enp24s0np0'])
     before = _ethtool(lab, 'gpu01', 'enp24s0np0')
     _incast(lab, ['gpu02', 'gpu03'], INCAST)
@@ -424,8 +428,7 @@ def test_net_lossless_on_hwsim_fails_the_receivers_port_without_pfc_and_passes_w
     lab = make_lab(tmp_path, 'hgx-h100-roce', compute=3)
     nodes = ['gpu01', 'gpu02', 'gpu03']
     # rail 0's receiver port is lossless, rail 1's is at the driver's defaults (trust pcp, PFC off)
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp24s0np0', '--dscp2prio', 'set,26,3'])
+    _lossless(lab, 'gpu01', 'enp24s0np0')
     outcome = _run_lossless(lab, tmp_path, nodes)
     receiver = dict((r['subject'], r) for r in outcome['nodes']['gpu01'])
     assert receiver['enp24s0np0 rail 0 (receiver)']['passed']
@@ -435,8 +438,7 @@ def test_net_lossless_on_hwsim_fails_the_receivers_port_without_pfc_and_passes_w
     assert not fresh['passed'] and fresh['measured']['rx_prio0_discards'] > 0 and fresh['measured']['rx_discards_phy'] > 0
     assert 'dropped on rx_prio0_discards, not priority 3' in fresh['message']
     assert all(r['passed'] for r in outcome['nodes']['gpu02'] + outcome['nodes']['gpu03'])
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp64s0np0', '--trust', 'dscp', '--pfc', '0,0,0,1,0,0,0,0'])
-    lab.ok('gpu01', ['mlnx_qos', '-i', 'enp64s0np0', '--dscp2prio', 'set,26,3'])
+    _lossless(lab, 'gpu01', 'enp64s0np0')
     lab.ok('gpu01', ['hwsim', 'fault', 'pfc-off', 'enp64s0np0'])
     outcome = _run_lossless(lab, tmp_path, nodes)
     receiver = dict((r['subject'], r) for r in outcome['nodes']['gpu01'])
