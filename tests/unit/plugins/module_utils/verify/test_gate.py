@@ -139,6 +139,21 @@ def test_a_subset_run_resumes_only_what_it_checked_again():
     assert gate.plan(nodes, slurm, 'drain', ran=['ib', 'gpu'])['gpu01']['action'] == 'resume'
 
 
+def test_a_check_made_by_another_areas_role_resumes_its_drain():
+    """--tags verify_perftest,verify_gate on a RoCE lab (2026-12-07): net.lossless (area net) is made by verify_perftest,
+    so run.checks lists only perftest; the node passed it again and must be resumed, not "left drained"."""
+    outcomes = {'perftest': {'nodes': {'gpu01': [_ok('perftest.write_bw'), _ok('net.lossless')],
+                                       'gpu02': [_ok('perftest.write_bw')]}}}
+    nodes = gate.collect(['gpu01', 'gpu02'], outcomes)
+    reason = 'aicluster: net.lossless enp64s0np0 rail 1 (receiver) [root@2026-12-07T06:05:01]'
+    slurm = [{'NodeName': 'gpu01', 'State': 'IDLE+DRAIN', 'Reason': reason},
+             {'NodeName': 'gpu02', 'State': 'IDLE+DRAIN', 'Reason': reason}]
+    actions = gate.plan(nodes, slurm, 'drain', ran=['perftest'])
+    assert actions['gpu01']['action'] == 'resume'
+    # gpu02 has no net.lossless result in this run (not a member of an incast round): kept
+    assert actions['gpu02']['action'] == 'none' and 'net.lossless, which this run did not check' in actions['gpu02']['note']
+
+
 def test_a_drain_whose_check_was_read_without_traffic_is_kept():
     """--tags verify_ib,verify_gate: link counters read twice with no bandwidth test between are "not checked"."""
     skipped = dict(_ok('ib.link_errors'), skipped='no bandwidth test ran on this node between the two reads')
