@@ -223,7 +223,8 @@ _RECORDS = (
           'and on its switch port; check ECN marking on the switch; then rerun verify',
           measures=('one incast round per rail: every other node of the rail\'s group runs `ib_write_bw --tclass=TOS` '
                     '(`verify_perftest_tclass`, the roce role\'s ToS) to its first node at once; `ethtool -S` of each '
-                    'port before and after (`ib_counters_info`, every port of a node in one call): `rx_prio<P>_discards` (and any other priority\'s) and `rx_discards_phy` must not '
+                    'port before and after (`ib_counters_info`, every port of a node in one call): '
+                    '`rx_prio<P>_discards` (and any other priority\'s) and `rx_discards_phy` must not '
                     'rise (P: the DSCP map\'s priority of TOS >> 2, else `verify_ib_roce_priority`); `rx_prio<P>_pause`, `tx_prio<P>_pause`, '
                     '`np_cnp_sent`, `rp_cnp_handled` may rise and are kept as evidence; fewer than 3 nodes on a rail, or '
                     'fewer than 2 senders that ran: not checked, with the reason; never in check mode'),

@@ -21,8 +21,6 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
-from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import parse_ethtool_stats
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import perftest as _perftest
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import failed, int_or_none
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.net import interfaces
