@@ -104,6 +104,8 @@ drift: venv collections ## the drift report of the running lab: playbooks/drift.
 # and molecule scenarios wait on services, SSH and polls much of the time, and the static checks use one core, so two
 # at a time take about a third less wall time than one after another (docs/development.md). Longest first, so the
 # jobs end together; each job's output is printed whole when it ends (--output-sync). TEST_JOBS=1: one at a time.
+# On a failure the last lines name the failed checks and their failure lines (scripts/test-summary.py), because CI
+# shows only the tail of the output and a failed check's own lines may be thousands of lines above it.
 TEST_JOBS  ?= 2
 TEST_ORDER := lab-check molecule-bringup molecule-slurm molecule-fabric molecule-stack molecule-services molecule-verify \
               unit sanity lint molecule-hwsim build-check molecule-preflight
@@ -114,8 +116,11 @@ TEST_ALL   := $(TEST_ORDER) $(filter-out $(TEST_ORDER) $(TEST_PENDING),$(addpref
 .PHONY: test
 test: setup lab-image ## everything CI runs: unit, lint, sanity, build-check, lab-check, every molecule scenario
 	@echo "test: $(words $(TEST_ALL)) checks, $(TEST_JOBS) at a time: $(TEST_ALL)"
-	@start=$$(date +%s); $(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1 \
-	  NEEDS_VENV= NEEDS_LAB=; \
+	@start=$$(date +%s); mkdir -p .cache; rc=0; \
+	$(MAKE) --no-print-directory -k -j$(TEST_JOBS) --output-sync=target $(TEST_ALL) TEST_TIMED=1 \
+	  NEEDS_VENV= NEEDS_LAB= 2>&1 | tee .cache/test.log || rc=$$?; \
+	if [ $$rc -ne 0 ]; then python3 scripts/test-summary.py .cache/test.log; \
+	  echo "test: failed (rc $$rc) after $$(( $$(date +%s) - start )) s; the whole log: .cache/test.log"; exit $$rc; fi; \
 	echo "test: all passed in $$(( $$(date +%s) - start )) s"
 
 # What the checks need; make test has made both before its jobs start (empty there, so the jobs start in TEST_ORDER).
