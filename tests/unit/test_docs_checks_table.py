@@ -7,19 +7,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib.util
 import os
 
-from _paths import REPO
+from _paths import REPO, load_program
 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import checks
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location('checks_table', os.path.join(REPO, 'scripts', 'checks-table.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program(os.path.join(REPO, 'scripts', 'checks-table.py'), 'checks_table')
 
 
 def test_docs_table_is_the_generated_one():

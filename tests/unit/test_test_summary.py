@@ -7,17 +7,13 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import importlib.util
 import os
 
-from _paths import REPO
+from _paths import REPO, load_program
 
 
 def _script():
-    spec = importlib.util.spec_from_file_location('test_summary', os.path.join(REPO, 'scripts', 'test-summary.py'))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_program(os.path.join(REPO, 'scripts', 'test-summary.py'), 'test_summary')
 
 
 LOG = """\
