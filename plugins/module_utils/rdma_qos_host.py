@@ -289,6 +289,42 @@ def ensure(params, run, which, check_mode=False):
     return result
 
 
+def ensure_ports(params, ports, run, which, check_mode=False):
+    """Several netdevs to the same wanted settings in one call (module rdma_qos's ``ports``).
+
+    Every port is read and compared first; when any port has a problem (or could not be read), nothing is changed
+    on any port. Then only the ports that differ are changed, one after another. Returns ``(entries, problems)``:
+    one entry per port in the order given (``ensure``'s result with ``netdev``, ``port`` and, for a port that could
+    not be read, ``failed`` and ``msg``), and the problems, each line prefixed with its netdev. Raises Failure (with
+    ``ports``: the entries so far) when a change failed.
+    """
+    entries, problems = [], []
+    for item in ports:
+        port_params = dict(params, netdev=item['netdev'], rdma_device=item.get('rdma_device'),
+                           port=item.get('port') or DEFAULTS['port'])
+        try:
+            entry = ensure(port_params, run, which, check_mode=True)
+        except Failure as exc:
+            entry = {'failed': True, 'msg': exc.kwargs.get('msg'), 'problems': [exc.kwargs.get('msg')]}
+        if entry['problems'] and not entry.get('failed'):
+            entry.update(failed=True, msg='; '.join(entry['problems']))
+        entry.update(netdev=item['netdev'], port=port_params['port'], params=port_params)
+        problems.extend('%s: %s' % (item['netdev'], line) for line in entry['problems'])
+        entries.append(entry)
+    if problems or check_mode:
+        return entries, problems
+    for index, entry in enumerate(entries):
+        if not entry['changes']:
+            continue
+        try:
+            applied = ensure(entry['params'], run, which, check_mode=False)
+        except Failure as exc:
+            raise Failure(ports=entries, **exc.kwargs)
+        applied.update(netdev=entry['netdev'], port=entry['port'], params=entry['params'])
+        entries[index] = applied
+    return entries, problems
+
+
 def load_settings(data):
     """The settings file the roce role renders (parsed JSON: ``{version, ports: [{netdev, port}], qos: {...}}``) ->
     [params of each port]; ValueError naming what is wrong. ``qos`` holds module rdma_qos's parameters but

@@ -271,7 +271,7 @@ def _plan(settings, ib_info):
     rails = settings.get('rails') if _is_list(settings.get('rails')) else []
     ports, found, skip = find_ports(ib_info, list(rails or []), port)
     problems.extend(found)
-    plan = {'problems': problems, 'skip': skip, 'ports': [], 'interfaces': [], 'qos': qos, 'tool': tool,
+    plan = {'problems': problems, 'skip': skip, 'ports': [], 'qos_ports': [], 'interfaces': [], 'qos': qos, 'tool': tool,
             'unit': unit_order(stack), 'settings_file': None}
     if skip:
         return plan
@@ -280,11 +280,11 @@ def _plan(settings, ib_info):
             problems.append('roce_rails: netdev %r is not an interface name' % item['netdev'])
     interfaces, found = _interfaces(settings, ports)
     problems.extend(found)
-    plan.update(ports=ports, interfaces=interfaces)
+    # module rdma_qos's `ports` (one run for every port), and the boot script's
+    qos_ports = [{'netdev': item['netdev'], 'port': item['port']} for item in ports]
+    plan.update(ports=ports, interfaces=interfaces, qos_ports=qos_ports)
     if qos is not None:
-        plan['settings_file'] = {'version': SETTINGS_VERSION,
-                                 'ports': [{'netdev': item['netdev'], 'port': item['port']} for item in ports],
-                                 'qos': qos}
+        plan['settings_file'] = {'version': SETTINGS_VERSION, 'ports': qos_ports, 'qos': qos}
     return plan
 
 
@@ -301,9 +301,10 @@ def roce_plan(settings, ib_info):
     ``cnp_prio``, ``tos``, ``mode``, ``traffic_class``, ``qos_tool``, ``stack``, ``mtu``, ``subnets``,
     ``addresses``, ``offset``, ``node_index``, ``fleet_size``, ``sysfs_root``, ``configfs_root``,
     ``mlnx_qos_path``, ``dcb_path``. The plan: ``skip`` (why nothing is done, or None), ``ports`` (``rail``,
-    ``hca``, ``port``, ``netdev``), ``interfaces`` (fabric_netconf's: ``name``, ``address`` or None, ``mtu``, ...),
-    ``qos`` (module rdma_qos's parameters but netdev and port), ``tool``, ``unit`` (``after``, ``part_of``) and
-    ``settings_file`` (what the boot-time script reads).
+    ``hca``, ``port``, ``netdev``), ``qos_ports`` (module rdma_qos's ``ports``: ``netdev``, ``port``),
+    ``interfaces`` (fabric_netconf's: ``name``, ``address`` or None, ``mtu``, ...), ``qos`` (module rdma_qos's
+    parameters but netdev and port), ``tool``, ``unit`` (``after``, ``part_of``) and ``settings_file``
+    (what the boot-time script reads).
     """
     plan = _plan(settings, ib_info)
     if plan['problems']:

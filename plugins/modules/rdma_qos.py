@@ -10,7 +10,7 @@ __metaclass__ = type
 DOCUMENTATION = r'''
 ---
 module: rdma_qos
-short_description: Lossless RoCE on one netdev - DSCP trust, PFC, DSCP map, ECN for DCQCN, CNP marking, RDMA-CM ToS
+short_description: Lossless RoCE on netdevs - DSCP trust, PFC, DSCP map, ECN for DCQCN, CNP marking, RDMA-CM ToS
 version_added: 0.1.0
 description:
   - Reads the QoS state of one Ethernet netdev and of its RDMA device and sets what differs from the wanted
@@ -32,6 +32,9 @@ description:
     a DSCP outside 0-63, a ToS or traffic class outside 0-255, a netdev that does not exist or has no DCB (as
     C(mlnx_qos) or C(dcb) says).
   - After the changes everything is read again; a setting that still differs fails the module naming it.
+  - Several ports in one module run with O(ports) (the same settings on each) - every port is read and compared
+    before any is changed, a problem on any port changes nothing on all of them, and only the ports that differ are
+    changed. A re-run that changes nothing costs one remote task per host instead of one per port.
   - Supports check mode (reads and reports; writes nothing) and diff mode (one line per setting).
 author: aicluster.infra contributors (@aicluster)
 extends_documentation_fragment:
@@ -44,9 +47,9 @@ attributes:
     support: full
 options:
   netdev:
-    description: The Ethernet netdev of the RoCE port (for example V(enp64s0np0)).
+    description:
+      - The Ethernet netdev of the RoCE port (for example V(enp64s0np0)). One of O(netdev) and O(ports) is required.
     type: str
-    required: true
   rdma_device:
     description:
       - Its RDMA device (for example V(mlx5_3)); found under C(<sysfs_root>/class/net/<netdev>/device/infiniband/)
@@ -56,6 +59,23 @@ options:
     description: The RDMA device's port (configfs C(ports/<port>) and C(tc/<port>)).
     type: int
     default: 1
+  ports:
+    description:
+      - Several RoCE ports to hold the same settings, in one module run (instead of O(netdev)).
+    type: list
+    elements: dict
+    suboptions:
+      netdev:
+        description: The port's Ethernet netdev.
+        type: str
+        required: true
+      rdma_device:
+        description: Its RDMA device; found through sysfs when not given.
+        type: str
+      port:
+        description: The RDMA device's port.
+        type: int
+        default: 1
   trust:
     description:
       - How the NIC classifies received packets into priorities. V(pcp) leaves O(dscp_map) unapplied (a DSCP entry
@@ -157,6 +177,13 @@ EXAMPLES = r'''
   check_mode: true
   register: roce_qos
 
+- name: Every GPU-fabric port of the node in one module run
+  aicluster.infra.rdma_qos:
+    ports:
+      - {netdev: enp24s0np0, rdma_device: mlx5_0}
+      - {netdev: enp64s0np0, rdma_device: mlx5_3}
+  register: roce_qos  # roce_qos.ports: one entry per port
+
 - name: A Broadcom-style fabric - CNPs on priority 7, the inbox stack's dcb
   aicluster.infra.rdma_qos:
     netdev: ens1f0np0
@@ -178,7 +205,7 @@ current:
     - What was read before any change - trust, pfc, dscp2prio (every DSCP entry, DSCP to a list of priorities),
       ecn_np and ecn_rp (priorities with ECN on), cnp_dscp, cnp_prio, roce_tos, roce_mode, traffic_class (V(-1) when
       no global class is set); V(null) where the interface is absent.
-  returned: success
+  returned: success, without O(ports) (each entry of RV(ports) has its own)
   type: dict
   sample: {trust: pcp, pfc: [], dscp2prio: {}, ecn_np: [], ecn_rp: [], cnp_dscp: 0, cnp_prio: 7, roce_tos: 0,
            roce_mode: RoCE v2, traffic_class: -1}
@@ -212,9 +239,20 @@ tool:
   sample: mlnx_qos
 rdma_device:
   description: The RDMA device of the netdev.
-  returned: success
+  returned: success, without O(ports)
   type: str
   sample: mlx5_3
+ports:
+  description:
+    - With O(ports), one entry per port in the order given - C(netdev), C(port), C(rdma_device), C(tool),
+      C(changed), C(changes), C(current), C(unavailable), C(cmds); a port that could not be read has C(failed),
+      C(msg) and C(problems) instead. Also returned on failure. The top-level C(changes) and C(cmds) then list every
+      port's, each change prefixed with its netdev, and C(unavailable) the settings absent on any port.
+  returned: with O(ports)
+  type: list
+  elements: dict
+  sample: [{netdev: enp24s0np0, port: 1, rdma_device: mlx5_0, tool: mlnx_qos, changed: false, changes: [],
+            unavailable: [], cmds: []}]
 problems:
   description: On failure before any change, one line per problem (the same as in C(msg)).
   returned: failure
@@ -230,12 +268,65 @@ from ansible_collections.aicluster.infra.plugins.module_utils import rdma_qos_ho
 from ansible_collections.aicluster.infra.plugins.module_utils.rdma_qos_host import DEFAULTS, ENVIRON, Failure
 
 
+def _port_entry(entry):
+    """One port's part of the result (ports mode), JSON-safe."""
+    out = {'netdev': entry['netdev'], 'port': entry['port'], 'rdma_device': entry.get('rdma_device'),
+           'tool': entry.get('tool')}
+    if entry.get('failed'):
+        out.update(failed=True, msg=entry.get('msg'), problems=entry.get('problems') or [])
+        return out
+    out.update(changed=bool(entry.get('changes')), changes=entry.get('changes') or [],
+               current=rdma_qos.json_state(entry['state']) if entry.get('state') is not None else None,
+               unavailable=entry.get('unavailable') or [], cmds=entry.get('cmds') or [])
+    return out
+
+
+def _run_ports(module, params, run):
+    """Several ports in one module run: all read and compared before any change (rdma_qos_host.ensure_ports)."""
+    try:
+        entries, problems = rdma_qos_host.ensure_ports(params, params['ports'], run, module.get_bin_path,
+                                                       check_mode=module.check_mode)
+    except Failure as exc:
+        kwargs = dict(exc.kwargs)
+        kwargs['ports'] = [_port_entry(entry) for entry in kwargs.get('ports') or []]
+        module.fail_json(**kwargs)
+    ports = [_port_entry(entry) for entry in entries]
+    if problems:
+        module.fail_json(msg='rdma_qos: nothing changed on any port: %s' % '; '.join(problems), problems=problems,
+                         ports=ports)
+    warnings = []
+    for entry in entries:
+        warnings.extend(line for line in entry.get('warnings') or [] if line not in warnings)
+    for warning in warnings:
+        module.warn(warning)
+    before, after = [], []
+    for entry in entries:
+        header = '# %s (%s)\n' % (entry['netdev'], entry.get('rdma_device'))
+        before.append(header + rdma_qos.diff_text(entry['state'], entry['settings']))
+        after.append(header + rdma_qos.diff_text(entry['after'], entry['settings']))
+    module.exit_json(
+        changed=any(port['changed'] for port in ports),
+        settings=rdma_qos.json_settings(entries[0]['settings']) if entries else None,
+        ports=ports,
+        changes=['%s: %s' % (port['netdev'], line) for port in ports for line in port['changes']],
+        unavailable=sorted(set(name for port in ports for name in port['unavailable'])),
+        cmds=[cmd for port in ports for cmd in port['cmds']],
+        tool=entries[0].get('tool') if entries else None,
+        diff={'before': ''.join(before), 'after': ''.join(after)},
+    )
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            netdev=dict(type='str', required=True),
+            netdev=dict(type='str'),
             rdma_device=dict(type='str'),
             port=dict(type='int', default=DEFAULTS['port']),
+            ports=dict(type='list', elements='dict', options=dict(
+                netdev=dict(type='str', required=True),
+                rdma_device=dict(type='str'),
+                port=dict(type='int', default=DEFAULTS['port']),
+            )),
             trust=dict(type='str', default=DEFAULTS['trust'], choices=list(rdma_qos.TRUSTS)),
             pfc_priorities=dict(type='list', elements='int', default=DEFAULTS['pfc_priorities']),
             dscp_map=dict(type='dict', default=DEFAULTS['dscp_map']),
@@ -252,14 +343,21 @@ def main():
             sysfs_root=dict(type='path', default=DEFAULTS['sysfs_root']),
             configfs_root=dict(type='path', default=DEFAULTS['configfs_root']),
         ),
+        required_one_of=[('netdev', 'ports')],
+        mutually_exclusive=[('netdev', 'ports'), ('rdma_device', 'ports')],
         supports_check_mode=True,
     )
     params = module.params
+
+    def run(argv):
+        return module.run_command(argv, environ_update=ENVIRON)
+
+    if params['ports'] is not None:
+        _run_ports(module, params, run)
+        return
     try:
         # the same code re-applies the settings at boot (roles/roce/files/aicluster-roce-qos)
-        result = rdma_qos_host.ensure(
-            params, run=lambda argv: module.run_command(argv, environ_update=ENVIRON),
-            which=module.get_bin_path, check_mode=module.check_mode)
+        result = rdma_qos_host.ensure(params, run=run, which=module.get_bin_path, check_mode=module.check_mode)
     except Failure as exc:
         module.fail_json(**exc.kwargs)
     if result['problems']:

@@ -4,14 +4,15 @@
 """Area net on RoCE fleets: the lossless class itself (issue 33 item 4).
 
 ``net.roce_qos`` (role verify_ib): every RoCE GPU-fabric port's live QoS equals what the roce role sets. The role
-gathers (the roce role's own plan, through its ``plan`` entry point, and module ``rdma_qos`` run per port in check
+gathers (the roce role's own plan, through its ``plan`` entry point, and module ``rdma_qos`` run once for every port in check
 mode with the plan's settings, so the two can never disagree), ``decide_roce_qos`` turns the module's ``changes``
 (``setting: before -> wanted``) and the netdev's MTU into one result per port.
 
 ``net.lossless`` (role verify_perftest): one incast round per rail (every rail's at once), every other node of the
-rail's group sending to its first node with ``ib_write_bw --tclass`` of the lossless class, and the ports' ``ethtool -S`` priority counters
-read before and after. ``lossless_plan`` picks the receiver, the senders and their commands (the perftest area's own
-command builder), ``decide_lossless`` judges the rise: pauses and CNPs may rise (that is PFC and DCQCN working),
+rail's group sending to its first node with ``ib_write_bw --tclass`` of the lossless class, and the ports' priority
+counters read before and after (module ib_counters_info, ``ethtool -S``, one call per node). ``lossless_plan`` picks
+the receiver, the senders and their commands (the perftest area's own command builder), ``decide_lossless`` judges the
+rise: pauses and CNPs may rise (that is PFC and DCQCN working),
 ``rx_prio<P>_discards`` (and ``rx_discards_phy``) must not (docs/fabric.md "RoCE: the checks").
 """
 
@@ -44,14 +45,16 @@ def _skipped(check, subject, threshold, reason, **extra):
 
 # ---------------------------------------------------------------------------------------------------------- roce_qos
 
-def _qos_runs(observation):
-    """netdev -> the rdma_qos loop item's result (one per port)."""
-    out = {}
-    for result in (observation or {}).get('results') or []:
-        item = (result or {}).get('item') or {}
-        if isinstance(item, dict) and item.get('netdev'):
-            out[item['netdev']] = result
-    return out
+def _qos_runs(observation, ports):
+    """netdev -> its entry of the rdma_qos run's ``ports`` (one module run for every port of the node). A run that
+    failed as a whole (no ``ports``: its arguments refused) is every planned port's result."""
+    observation = observation or {}
+    entries = observation.get('ports')
+    if isinstance(entries, list):
+        return dict((entry['netdev'], entry) for entry in entries if isinstance(entry, dict) and entry.get('netdev'))
+    if failed(observation):
+        return dict((port.get('netdev'), observation) for port in ports)
+    return {}
 
 
 def _port_result(port, run, live, mtu_wanted):
@@ -91,7 +94,7 @@ def _port_result(port, run, live, mtu_wanted):
 
 def evaluate_roce_qos(observed):
     """The net.roce_qos results of one node from ``observed``: ``plan`` (the roce role's plan), ``qos`` (the
-    registered rdma_qos loop, check mode) and ``links`` (``ip -j -d addr show``)."""
+    registered rdma_qos run with every port, check mode) and ``links`` (``ip -j -d addr show``)."""
     plan = (observed or {}).get('plan')
     if not isinstance(plan, dict) or plan.get('skipped') or 'ports' not in plan:
         return [_skipped('net.roce_qos', 'node', 'the roce role\'s settings', 'the roce role\'s plan was not made on this node')]
@@ -101,7 +104,7 @@ def evaluate_roce_qos(observed):
                          % '. '.join(plan['problems']))]
     if plan.get('skip'):
         return [_skipped('net.roce_qos', 'node', 'the roce role\'s settings', plan['skip'])]
-    runs = _qos_runs((observed or {}).get('qos'))
+    runs = _qos_runs((observed or {}).get('qos'), plan.get('ports') or [])
     live = interfaces((observed or {}).get('links'))
     mtus = dict((item.get('name'), int_or_none(item.get('mtu'))) for item in plan.get('interfaces') or [])
     return [_port_result(port, runs.get(port.get('netdev')), live, mtus.get(port.get('netdev')))

@@ -49,7 +49,7 @@ def make_tree(root, netdev=NETDEV, rdma=RDMA, ecn=True, cm='ports', traffic_clas
         (net / 'ecn' / 'roce_np' / 'cnp_dscp').write_text('0\n')
         (net / 'ecn' / 'roce_np' / 'cnp_802p_prio').write_text('7\n')
     if cm is not None:
-        (root / 'config' / 'rdma_cm').mkdir(parents=True)
+        (root / 'config' / 'rdma_cm').mkdir(parents=True, exist_ok=True)
     if cm == 'ports':
         port = root / 'config' / 'rdma_cm' / rdma / 'ports' / '1'
         port.mkdir(parents=True)
@@ -339,3 +339,75 @@ def test_dcb_netdev_without_dcb_refused(run_module, tmp_path):
     result, _calls = run_module(rdma_qos, node.args(netdev='ibp24s0', tool='dcb'), {'dcb': node.dcb})
     assert result['problems'] == ['netdev: ibp24s0 has no DCB (dcb: Attribute read: Operation not supported); give the '
                                   'RoCE port of an adapter with DCB (mlx5)']
+
+
+# -- several ports in one module run ----------------------------------------------------------------------------------
+
+OTHER = 'enp24s0np0'   # mlx5_0, rail 0 of hgx-h100-roce
+
+
+def two_ports(tmp_path, **tree):
+    node = Node(tmp_path, **tree)
+    make_tree(node.root, netdev=OTHER, rdma='mlx5_0')
+    return node
+
+
+def test_ports_check_apply_and_reapply_in_one_run_each(run_module, tmp_path):
+    node = two_ports(tmp_path)
+    args = dict(node.args(), ports=[{'netdev': OTHER, 'rdma_device': 'mlx5_0'}, {'netdev': NETDEV}])
+    del args['netdev']
+    before = snapshot(node.root)
+    checked, calls = run_module(rdma_qos, dict(args, _ansible_check_mode=True), {'mlnx_qos': node.tool})
+    assert checked['changed'] is True and snapshot(node.root) == before
+    assert calls == [[node.mlnx_qos, '-i', OTHER], [node.mlnx_qos, '-i', NETDEV]]
+    assert [(port['netdev'], port['rdma_device'], len(port['changes'])) for port in checked['ports']] == [
+        (OTHER, 'mlx5_0', 10), (NETDEV, RDMA, 10)]
+    assert checked['changes'][0] == '%s: trust: pcp -> dscp' % OTHER and len(checked['changes']) == 20
+
+    applied, _calls = run_module(rdma_qos, dict(args, _ansible_diff=True), {'mlnx_qos': node.tool})
+    assert applied['changed'] is True and [port['changed'] for port in applied['ports']] == [True, True]
+    assert '# %s (mlx5_0)\ntrust: pcp\n' % OTHER in applied['diff']['before']
+    assert '# %s (%s)\ntrust: dscp\n' % (NETDEV, RDMA) in applied['diff']['after']
+    for netdev in (OTHER, NETDEV):
+        qos = parse_mlnx_qos(node.lab.ok('gpu01', ['mlnx_qos', '-i', netdev]))
+        assert (qos['trust'], qos['pfc_enabled']) == ('dscp', [0, 0, 0, 1, 0, 0, 0, 0])
+    assert applied['settings']['cnp_dscp'] == 48 and applied['tool'] == 'mlnx_qos'
+
+    again, calls = run_module(rdma_qos, args, {'mlnx_qos': node.tool})
+    assert again['changed'] is False and again['changes'] == [] and again['cmds'] == []
+    assert calls == [[node.mlnx_qos, '-i', OTHER], [node.mlnx_qos, '-i', NETDEV]]
+
+
+def test_ports_change_only_the_port_that_differs(run_module, tmp_path):
+    node = two_ports(tmp_path)
+    args = dict(node.args(), ports=[{'netdev': OTHER}, {'netdev': NETDEV}])
+    del args['netdev']
+    run_module(rdma_qos, args, {'mlnx_qos': node.tool})
+    node.lab.ok('gpu01', ['mlnx_qos', '-i', NETDEV, '--trust', 'pcp'])
+    result, calls = run_module(rdma_qos, args, {'mlnx_qos': node.tool})
+    assert [port['changed'] for port in result['ports']] == [False, True]
+    # trust pcp also dropped the DSCP entries (mlx5 keeps them only under DSCP trust; hwsim does the same)
+    assert result['changes'] == ['%s: %s' % (NETDEV, line) for line in (
+        'trust: pcp -> dscp', 'dscp_map[26]: unset -> 3', 'dscp_map[48]: unset -> 6')]
+    assert [call[:3] for call in calls if len(call) > 3] == [[node.mlnx_qos, '-i', NETDEV]]
+
+
+def test_ports_a_bad_port_changes_nothing_anywhere_and_names_itself(run_module, tmp_path):
+    node = two_ports(tmp_path)
+    args = dict(node.args(), ports=[{'netdev': NETDEV}, {'netdev': 'enp9s0np0'}])
+    del args['netdev']
+    before = snapshot(node.root)
+    result, calls = run_module(rdma_qos, args, {'mlnx_qos': node.tool})
+    assert result['msg'].startswith('rdma_qos: nothing changed on any port: enp9s0np0: netdev: enp9s0np0 does not exist')
+    assert [(port['netdev'], port.get('failed', False)) for port in result['ports']] == [(NETDEV, False), ('enp9s0np0', True)]
+    assert result['ports'][0]['changes'] and snapshot(node.root) == before and node.qos()['trust'] == 'pcp'
+    assert all(len(call) == 3 for call in calls)   # reads only
+
+
+def test_ports_and_netdev_are_one_or_the_other(run_module, node):
+    result, _calls = run_module(rdma_qos, dict(node.args(), ports=[{'netdev': NETDEV}]), {'mlnx_qos': node.tool})
+    assert 'mutually exclusive' in result['msg']
+    args = node.args()
+    del args['netdev']
+    result, _calls = run_module(rdma_qos, args, {'mlnx_qos': node.tool})
+    assert 'one of the following is required: netdev, ports' in result['msg']

@@ -21,14 +21,15 @@ PLAN = {'problems': [], 'skip': None, 'ports': PORTS,
 
 
 def _qos(changes=None, failed=None):
-    results = []
+    """module rdma_qos's result with `ports` (one run for every port; a port it could not read fails the run)."""
+    entries = []
     for port in PORTS:
-        result = {'item': port, 'changed': bool((changes or {}).get(port['netdev'])),
-                  'changes': (changes or {}).get(port['netdev'], []), 'unavailable': []}
+        entry = {'netdev': port['netdev'], 'port': 1, 'changed': bool((changes or {}).get(port['netdev'])),
+                 'changes': (changes or {}).get(port['netdev'], []), 'unavailable': []}
         if failed and port['netdev'] in failed:
-            result = {'item': port, 'failed': True, 'msg': failed[port['netdev']]}
-        results.append(result)
-    return {'results': results, 'changed': any(r.get('changed') for r in results)}
+            entry = {'netdev': port['netdev'], 'port': 1, 'failed': True, 'msg': failed[port['netdev']]}
+        entries.append(entry)
+    return {'ports': entries, 'changed': any(e.get('changed') for e in entries), 'failed': bool(failed)}
 
 
 def _links(mtus):
@@ -66,6 +67,13 @@ def test_a_port_rdma_qos_cannot_read_fails_and_an_unread_mtu_is_said():
                                    {'link_layer': 'Ethernet'})['nodes']['gpu01']
     assert not results[0]['passed'] and 'no DCB support' in results[0]['message']
     assert results[1]['passed'] and 'the MTU was not read' in results[1]['message']
+
+
+def test_a_run_refused_as_a_whole_fails_every_port_with_its_message():
+    qos = {'failed': True, 'msg': 'Unsupported parameters for (aicluster.infra.rdma_qos) module: ports'}
+    results = roce.decide_roce_qos({'gpu01': {'plan': PLAN, 'qos': qos, 'links': {'skipped': True}}},
+                                   {'link_layer': 'Ethernet'})['nodes']['gpu01']
+    assert [r['passed'] for r in results] == [False, False] and all('Unsupported parameters' in r['message'] for r in results)
 
 
 def test_infiniband_fleets_skipped_hosts_and_bad_variables_are_not_checked_with_the_reason():
