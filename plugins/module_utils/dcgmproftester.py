@@ -27,10 +27,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.printed_numbers import to_float
 
 SAMPLE_RE = re.compile(
     r'^(?:Worker (?P<gpu>\d+):(?P<slice>\d+)\[(?P<field>\d+)\]: )?(?P<metric>[A-Za-z][\w ]*?): generated (?P<generated>[^,]+),'
@@ -47,13 +47,6 @@ ERROR_RE = re.compile(r'^(?:Error\b|ERROR\b|error:|Failed\b|.*\bReturned error\b
 WARNING_RE = re.compile(r'^(?:Field \d+ @ .*Validation (?:Retry|Fail)|Warning\b|WARNING\b)')
 USAGE_RE = re.compile(r'^\s*(?:USAGE:\s*$|dcgmproftester\d*\s+\[-h\])')
 
-
-def _float(token):
-    try:
-        value = float(token)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) or math.isinf(value) else value
 
 
 def _worker(workers, gpu, slice_, field, metric):
@@ -76,12 +69,12 @@ def _sample(match, workers):
     worker = _worker(workers, _int(match.group('gpu')), _int(match.group('slice')), _int(match.group('field')),
                      match.group('metric').strip())
     if match.group('value') is not None:
-        value = _float(match.group('value'))
+        value = to_float(match.group('value'))
         if value is None:
             return False
         worker['values'].append(value)
         worker['unit'] = match.group('unit').strip()
-    worker['dcgm'].append(_float(match.group('dcgm').strip()))
+    worker['dcgm'].append(to_float(match.group('dcgm').strip()))
     return True
 
 

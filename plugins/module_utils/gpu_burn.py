@@ -32,10 +32,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.printed_numbers import to_float
 
 LENGTH_CURRENT_RE = re.compile(r'Burning for (?P<seconds>\d+) seconds\.')
 LENGTH_LEGACY_RE = re.compile(r'Burning for (?P<seconds>\d+) secs\b')
@@ -60,13 +60,6 @@ LIST_RE = re.compile(r'^ID \d+: .+, \d+MB\s*$')
 SEPARATOR_RE = re.compile(r'\s+-\s+')
 
 
-def _float(token):
-    try:
-        value = float(token)
-    except (TypeError, ValueError):
-        return None
-    return None if math.isnan(value) or math.isinf(value) else value
-
 
 def _gpu(gpus, index):
     """The per-GPU dict of gpu-burn's GPU ``index``, made on first use."""
@@ -90,7 +83,7 @@ def _progress(match, gpus):
     for index, item in enumerate(procd):
         gpu = _gpu(gpus, index)
         gpu['processed'] = int(item.group('count'))
-        gflops = _float(item.group('gflops'))
+        gflops = to_float(item.group('gflops'))
         if gflops is not None:
             gpu['gflops'] = gflops
             gpu['gflops_max'] = gflops if gpu['gflops_max'] is None else max(gpu['gflops_max'], gflops)
@@ -153,7 +146,7 @@ def _run_line(line, result, gpus, marks):
     match = PROGRESS_RE.match(line)
     if match and _progress(match, gpus):
         result['progress_lines'] += 1
-        result['percent'] = _float(match.group('percent'))
+        result['percent'] = to_float(match.group('percent'))
         if match.group('power') is not None:
             marks.add('current')
         return True

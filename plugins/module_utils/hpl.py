@@ -27,10 +27,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.printed_numbers import to_float
 
 # HPL_pdtest.c: "W%c%1d%c%c%1d%c%1d%12d %5d %5d %5d %18.2f %18.3e" (2.3 prints %18.4e);
 # the code is W, R/C (process mapping), depth, bcast, rfact, ndiv, pfact, nbmin.
@@ -62,16 +62,6 @@ COUNT_KEYS = {
 }
 
 
-def _float(token):
-    """float() of a printed number; None for junk, nan or inf."""
-    try:
-        value = float(token)
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(value) or math.isinf(value):
-        return None
-    return value
-
 
 def _warning(line):
     """One ``!!!! WARNING`` line as a dict: its kind and the figures it names."""
@@ -95,7 +85,7 @@ def _result(match, number, line):
     """One result dict of a ``WR..`` line; ParseError for a layout with more columns."""
     if match.group('rest').strip():
         raise ParseError('unsupported HPL result layout: columns after Gflops', number, line)
-    time, gflops = _float(match.group('time')), _float(match.group('gflops'))
+    time, gflops = to_float(match.group('time')), to_float(match.group('gflops'))
     if time is None or gflops is None:
         return None
     return {'tv': match.group('tv'), 'n': int(match.group('n')), 'nb': int(match.group('nb')), 'p': int(match.group('p')),
@@ -142,7 +132,7 @@ def _header_line(line, result):
     for regex, key in ((EPS_RE, 'eps'), (THRESHOLD_RE, 'threshold')):
         match = regex.search(line)
         if match:
-            result[key] = _float(match.group('value'))
+            result[key] = to_float(match.group('value'))
             return True
     return False
 
@@ -157,7 +147,7 @@ def _run_line(line, number, result):
         return True
     match = RESIDUAL_RE.match(line)
     if match:
-        check = {'expression': match.group('expr').strip(), 'value': _float(match.group('value')),
+        check = {'expression': match.group('expr').strip(), 'value': to_float(match.group('value')),
                  'verdict': match.group('verdict')}
         result['residual_checks'].append(check)
         if result['results'] and result['results'][-1]['check'] is None:
@@ -165,8 +155,8 @@ def _run_line(line, number, result):
         return True
     match = PROGRESS_RE.match(line)
     if match:
-        result['last_progress'] = {'percent': _float(match.group('percent')), 'n_left': int(match.group('n_left')),
-                                   'time': _float(match.group('time')), 'gflops': _float(match.group('gf'))}
+        result['last_progress'] = {'percent': to_float(match.group('percent')), 'n_left': int(match.group('n_left')),
+                                   'time': to_float(match.group('time')), 'gflops': to_float(match.group('gf'))}
         return True
     if WARNING_RE.match(line):
         result['warnings'].append(_warning(line))

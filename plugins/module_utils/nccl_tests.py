@@ -7,10 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.printed_numbers import to_float
 
 # Layouts handled (see nccl-tests src/common.cu):
 #
@@ -62,16 +62,6 @@ _TIME_NAMES = ('time', 'cputime')
 _WRONG_NAMES = ('#wrong', 'error')
 
 
-def _to_float(token):
-    """float() of a printed number, or None for N/A / junk / nan / inf."""
-    try:
-        value = float(token)
-    except (TypeError, ValueError):
-        return None
-    if math.isnan(value) or math.isinf(value):
-        return None
-    return value
-
 
 def _to_int(token):
     """int() of a printed integer (``%g`` may print ``1e+06``), None for N/A or junk."""
@@ -79,7 +69,7 @@ def _to_int(token):
         return None
     if _INT_RE.match(token):
         return int(token)
-    value = _to_float(token)
+    value = to_float(token)
     if value is None or value != int(value):
         return None
     return int(value)
@@ -160,9 +150,9 @@ def _parse_row(tokens, layout):
     root = _cell(tokens, layout, 'root')
     row['root'] = _to_int(root) if root is not None else None
     for prefix in ('oop', 'ip'):
-        row[prefix + '_time_us'] = _to_float(_cell(tokens, layout, prefix + '_time_us'))
-        row[prefix + '_algbw'] = _to_float(_cell(tokens, layout, prefix + '_algbw'))
-        row[prefix + '_busbw'] = _to_float(_cell(tokens, layout, prefix + '_busbw'))
+        row[prefix + '_time_us'] = to_float(_cell(tokens, layout, prefix + '_time_us'))
+        row[prefix + '_algbw'] = to_float(_cell(tokens, layout, prefix + '_algbw'))
+        row[prefix + '_busbw'] = to_float(_cell(tokens, layout, prefix + '_busbw'))
         row[prefix + '_wrong'] = _to_int(_cell(tokens, layout, prefix + '_wrong'))
     if row['oop_busbw'] is None and row['ip_busbw'] is None:
         return None
@@ -218,7 +208,7 @@ def _header_line(line, result):
         return None
     match = _AVG_RE.match(line)
     if match:
-        result['avg_busbw'] = _to_float(match.group('value'))
+        result['avg_busbw'] = to_float(match.group('value'))
         return None
     return _header_layout(body.split())
 

@@ -7,10 +7,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-import math
 import re
 
 from ansible_collections.aicluster.infra.plugins.module_utils.errors import ParseError
+from ansible_collections.aicluster.infra.plugins.module_utils.printed_numbers import to_float
 
 _ANSI_RE = re.compile(r'\x1b\[[0-9;]*[A-Za-z]')
 _DEVICE_LABEL_RE = re.compile(r'^(?:GPU\d+|NIC\d+|mlx\d+_\w+|[a-z][\w.-]*\d)$')
@@ -64,16 +64,7 @@ def _int(value):
 
 
 def _float(value):
-    value = _na(value) if isinstance(value, str) else None
-    if value is None:
-        return None
-    try:
-        number = float(value)
-    except ValueError:
-        return None
-    if math.isnan(number) or math.isinf(number):
-        return None
-    return number
+    return to_float(_na(value) if isinstance(value, str) else None)
 
 
 def _yes_no(value):

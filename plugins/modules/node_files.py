@@ -68,6 +68,16 @@ options:
         description: Mode, octal as a string.
         type: str
         default: '0644'
+  prune:
+    description:
+      - Absolute glob patterns (C(fnmatch) rules, as M(ansible.builtin.find) has them) of files this task owns: every
+        existing file or link that matches one and is not a path of O(files) is removed, after O(files) are applied.
+        A role that writes one file per item (an interface, a port) gives the pattern of its own names, so the files
+        of items no longer planned go in the same module run, without a separate find and removal.
+      - A directory that matches is refused, as with O(files[].state=absent).
+    type: list
+    elements: path
+    default: []
 notes:
   - A path that is a directory where a file is wanted (or the reverse) makes the module fail, naming it; nothing is
     deleted to make room.
@@ -92,6 +102,13 @@ EXAMPLES = r'''
         state: absent
   register: node_files
 
+- name: One networkd file per interface; the files of interfaces no longer listed are removed
+  aicluster.infra.node_files:
+    files:
+      - path: /etc/systemd/network/60-site-ib0.network
+        content: "{{ lookup('ansible.builtin.template', 'ib0.network.j2') }}"
+    prune: [/etc/systemd/network/60-site-*.network]
+
 - name: Restart slurmd where cgroup.conf changed
   ansible.builtin.systemd_service:
     name: slurmd
@@ -107,7 +124,7 @@ changed_paths:
   elements: str
   sample: [/etc/slurm/cgroup.conf]
 files:
-  description: One entry per O(files) entry, in order.
+  description: One entry per O(files) entry, in order, then one per file O(prune) removed (state V(absent)).
   returned: success
   type: list
   elements: dict
@@ -124,6 +141,7 @@ files:
   sample: [{path: /etc/slurm/cgroup.conf, state: file, changed: true}]
 '''
 
+import glob
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -217,6 +235,14 @@ def _absent(module, entry, diffs):
 STATES = {'file': _file, 'directory': _directory, 'absent': _absent}
 
 
+def _pruned(patterns, listed):
+    """The existing paths matching a pattern of ``prune`` that ``files`` does not list, sorted."""
+    found = set()
+    for pattern in patterns:
+        found.update(path for path in glob.glob(pattern) if os.path.lexists(path))
+    return sorted(found - set(listed))
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
@@ -228,6 +254,7 @@ def main():
                 group=dict(type='str', default='root'),
                 mode=dict(type='str', default='0644'),
             )),
+            prune=dict(type='list', elements='path', default=[]),
         ),
         supports_check_mode=True,
     )
@@ -241,6 +268,13 @@ def main():
         results.append(dict(path=entry['path'], state=entry['state'], changed=changed))
         if changed:
             changed_paths.append(entry['path'])
+    for pattern in module.params['prune']:
+        if not os.path.isabs(pattern):
+            module.fail_json(msg='prune: pattern must be absolute, got %s' % pattern)
+    for path in _pruned(module.params['prune'], [entry['path'] for entry in module.params['files']]):
+        _absent(module, {'path': path}, diffs)
+        results.append(dict(path=path, state='absent', changed=True))
+        changed_paths.append(path)
     result = dict(changed=bool(changed_paths), changed_paths=changed_paths, files=results)
     if module._diff and diffs:
         result['diff'] = diffs

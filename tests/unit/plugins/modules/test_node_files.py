@@ -106,3 +106,32 @@ def test_a_file_needs_content_and_an_absolute_path(run_module, tmp_path):
     assert result['failed'] and 'no content' in result['msg']
     result, dummy = run_module(node_files, dict(files=[dict(path='relative', content='x')]), {})
     assert result['failed'] and 'absolute' in result['msg']
+
+
+def test_prune_removes_the_unlisted_files_of_the_pattern_and_nothing_else(run_module, tmp_path):
+    for name in ('60-x-ib0.network', '60-x-ib9.network', '60-x-ib9.netdev', '10-other.network'):
+        (tmp_path / name).write_text('[Match]\n')
+    os.symlink(str(tmp_path / 'nowhere'), str(tmp_path / '60-x-dangling.network'))
+    pattern = [str(tmp_path / '60-x-*.network'), str(tmp_path / '60-x-*.netdev')]
+    listed = [dict(path=str(tmp_path / '60-x-ib0.network'), content='[Match]\nName=ib0\n', owner=OWNER, group=GROUP)]
+
+    checked, dummy = run_module(node_files, dict(files=listed, prune=pattern, _ansible_check_mode=True), {})
+    assert checked['changed'] and sorted(os.listdir(str(tmp_path))) == [
+        '10-other.network', '60-x-dangling.network', '60-x-ib0.network', '60-x-ib9.netdev', '60-x-ib9.network']
+
+    result, dummy = run_module(node_files, dict(files=listed, prune=pattern), {})
+    removed = [str(tmp_path / name) for name in ('60-x-dangling.network', '60-x-ib9.netdev', '60-x-ib9.network')]
+    assert result['changed_paths'] == [listed[0]['path']] + removed
+    assert [entry['state'] for entry in result['files']] == ['file', 'absent', 'absent', 'absent']
+    assert sorted(os.listdir(str(tmp_path))) == ['10-other.network', '60-x-ib0.network']
+
+    again, dummy = run_module(node_files, dict(files=listed, prune=pattern), {})
+    assert again['changed'] is False and again['changed_paths'] == []
+
+
+def test_prune_refuses_a_relative_pattern_and_a_matching_directory(run_module, tmp_path):
+    result, dummy = run_module(node_files, dict(files=[], prune=['60-x-*.network']), {})
+    assert result['failed'] and 'prune: pattern must be absolute' in result['msg']
+    (tmp_path / '60-x-dir.network').mkdir()
+    result, dummy = run_module(node_files, dict(files=[], prune=[str(tmp_path / '60-x-*.network')]), {})
+    assert result['failed'] and 'is a directory' in result['msg']
