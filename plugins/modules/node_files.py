@@ -70,7 +70,7 @@ options:
         default: '0644'
   prune:
     description:
-      - Absolute glob patterns (C(fnmatch) rules, as M(ansible.builtin.find) has them) of files this task owns: every
+      - Absolute shell glob patterns (Python C(glob), C(*) not crossing C(/)) of files this task owns - every
         existing file or link that matches one and is not a path of O(files) is removed, after O(files) are applied.
         A role that writes one file per item (an interface, a port) gives the pattern of its own names, so the files
         of items no longer planned go in the same module run, without a separate find and removal.
