@@ -48,7 +48,6 @@ WARNING_RE = re.compile(r'^(?:Field \d+ @ .*Validation (?:Retry|Fail)|Warning\b|
 USAGE_RE = re.compile(r'^\s*(?:USAGE:\s*$|dcgmproftester\d*\s+\[-h\])')
 
 
-
 def _worker(workers, gpu, slice_, field, metric):
     """The dict of one worker (a GPU, or a MIG slice of one), made on first use."""
     key = (gpu, slice_)

@@ -60,7 +60,6 @@ LIST_RE = re.compile(r'^ID \d+: .+, \d+MB\s*$')
 SEPARATOR_RE = re.compile(r'\s+-\s+')
 
 
-
 def _gpu(gpus, index):
     """The per-GPU dict of gpu-burn's GPU ``index``, made on first use."""
     if index not in gpus:

@@ -62,7 +62,6 @@ COUNT_KEYS = {
 }
 
 
-
 def _warning(line):
     """One ``!!!! WARNING`` line as a dict: its kind and the figures it names."""
     text = ' '.join(line.split())

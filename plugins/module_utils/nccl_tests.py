@@ -62,7 +62,6 @@ _TIME_NAMES = ('time', 'cputime')
 _WRONG_NAMES = ('#wrong', 'error')
 
 
-
 def _to_int(token):
     """int() of a printed integer (``%g`` may print ``1e+06``), None for N/A or junk."""
     if token is None:
