@@ -135,8 +135,12 @@ unit: $(NEEDS_VENV) ## pytest: parsers, modules, filters, lab tooling (tests/uni
 	$(TIMED) $(VENV)/bin/python -m pytest -q tests/unit
 
 .PHONY: lint
+# ansible-lint's syntax check reads ansible.cfg's inventory: with the demo lab up that is inventories/lab/hosts.yml,
+# where slurm_controller has one host and molecule/slurm's `slurm_controller[1]` is an error, not a warning. Lint
+# against an empty inventory, so its result does not depend on which lab is up.
 lint: $(NEEDS_VENV) ## ansible-lint (production profile) and antsibull-docs on every plugin's and role's documentation
-	$(TIMED) ansible-lint --offline --profile production && \
+	@mkdir -p .cache/lint-inventory
+	$(TIMED) env ANSIBLE_INVENTORY=$(CURDIR)/.cache/lint-inventory ansible-lint --offline --profile production && \
 	  (cd .collections/ansible_collections/aicluster/infra && antsibull-docs lint-collection-docs --plugin-docs .)
 
 .PHONY: sanity
