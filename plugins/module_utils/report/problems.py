@@ -25,7 +25,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 from ansible_collections.aicluster.infra.plugins.module_utils.slurm import hostlist_sort_key
-from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.checks import AREAS, CHECKS, VERIFY_AREAS
 from ansible_collections.aicluster.infra.plugins.module_utils.report._text import (
     CLUSTER, check_order, fmt, gpu_of, hca_of, node_results, sort_nodes)
 
@@ -288,7 +288,7 @@ def check_states(doc):
                      'what': CHECKS[check].description if check in CHECKS else check, 'counts': counts,
                      'reasons': [(state, reason, members) for (state, reason), members in sorted(reasons.items())]})
     ran = (doc.get('run') or {}).get('checks')
-    not_run = [area for area in AREAS if area != 'node' and ran is not None and area not in ran]
+    not_run = [area for area in VERIFY_AREAS if area != 'node' and ran is not None and area not in ran]
     return {'checks': rows, 'nodes': per_node, 'totals': totals, 'not_run': not_run}
 
 

@@ -25,7 +25,9 @@ from collections import namedtuple
 
 Check = namedtuple('Check', ['id', 'area', 'description', 'direction', 'unit', 'remedy', 'measures', 'default', 'source'])
 
-AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl', 'node')
+AREAS = ('ib', 'fabric', 'perftest', 'net', 'gpu', 'nccl', 'burnin', 'node')
+# the areas of the verify stage; burnin's results come from playbooks/burnin.yml, a run of its own (docs/burnin.md)
+VERIFY_AREAS = tuple(area for area in AREAS if area != 'burnin')
 
 _RECORDS = (
     Check('ib.hca_present', 'ib', 'every expected HCA is present', 'higher', None,
@@ -393,6 +395,46 @@ _RECORDS = (
           source=('NCCL src/transport/net_ib.cc (NET/IB : Using, the GID of each connection), src/graph/topo.cc (GPU Direct '
                   'RDMA), src/init.cc (Using network); a wrong GID index is the RoCE timeout of NVIDIA/nccl #769, #1131, '
                   '#2013 (`ibv_modify_qp failed with 110`); a fall-back to sockets runs at a fraction of the fabric')),
+    # burn-in (playbooks/burnin.yml; verify/burnin.py judges a node's samples over the whole run, docs/burnin.md)
+    Check('burnin.samples', 'burnin', 'the sampler recorded the whole run', 'lower', 's',
+          "read {node}'s sampler log (burnin_state_dir); a node that stops answering under load: check its power and BMC log",
+          measures='the longest time without a sample, and sampler errors', default='no gap over 2 sample intervals',
+          source='the delivery plan samples every 15 min; one missed sample is tolerated, two are a sampler or node fault'),
+    Check('burnin.gpu_present', 'burnin', 'every GPU seen at the start is seen in every sample', 'higher', None,
+          'a GPU fell off the bus on {node}: drain it, reseat the GPU baseboard or RMA (Xid 79)', measures='GPUs per sample',
+          default='the first sample\'s GPUs', source='a GPU lost under load is fatal (Xid 79 semantics); stops the node early'),
+    Check('burnin.gpu_thermal', 'burnin', 'no GPU reached its own temperature limit or slowed down for heat', 'higher', 'C',
+          "check {node}'s inlet temperature, fans and the GPU's heatsink and airflow: {subject}",
+          measures='nvidia-smi -q GPU T.Limit Temp (headroom to the max operating temperature) and the thermal clock events',
+          default='headroom >= 0 C (`burnin_gpu_headroom_min_c`); no HW/SW thermal slowdown or HW slowdown in any sample',
+          source='nvidia-smi (R535+, real capture gpud-q-8xh100-535.183.01): max operating at T.Limit 0 C, slowdown -2 C, shutdown -8 C'),
+    Check('burnin.xid', 'burnin', 'no Xid needing a GPU reset, reboot or support during the run', 'state', None,
+          'drain {node}; reset the GPU or reboot, run dcgmi diag -r 3; RMA if it returns', measures='kernel log Xids since the run started',
+          default='none in RESET_GPU, REBOOT, CONTACT_SUPPORT (and `burnin_fatal_xids`)', source="NVIDIA's Xid catalog (as gpu.xid)"),
+    Check('burnin.gpu_memory', 'burnin', 'no new uncorrectable ECC error or row remap under load', 'lower', None,
+          'drain {node}, reset the GPU to apply the remap, run dcgmi diag -r 3; RMA on a remap failure',
+          measures='ecc.errors.uncorrected.volatile.total rise; remapped_rows.pending / .failure', default='no rise; no pending or failed remap',
+          source='NVIDIA GPU memory error management guide (as gpu.ecc, gpu.row_remap)'),
+    Check('burnin.link_errors', 'burnin', 'no link error counter of a GPU-fabric port rose and no port went down', 'lower', None,
+          'clean or replace the optic/cable of {node} {subject}; a link that fails when hot is a marginal optic',
+          measures='port state in every sample; rise of LinkDowned, LinkErrorRecovery, PortRcvErrors... (ethtool link_down_events_phy, rx_crc_errors_phy)',
+          default='no rise; Active in every sample', source='IBA PortCounters; as ib.link_errors, over the whole run'),
+    Check('burnin.ber', 'burnin', 'symbol error ratio of each GPU-fabric port at or below the threshold', 'lower', None,
+          'clean or replace the optic/cable of {node} {subject}; check the module temperature (mlxlink -m)',
+          measures='symbol errors counted over the run / (port rate x run time)', default='1e-12 (`burnin_ber_max`)',
+          source='the delivery plan (BER <= 1e-12 for the burn-in); the InfiniBand physical layer target'),
+    Check('burnin.roce_drops', 'burnin', 'no RoCE port dropped a packet', 'lower', None,
+          'check PFC and ECN on {node} {subject} and on its switch port (docs/fabric.md); the lossless class must not drop',
+          measures='rise of rx_prio<P>_discards and rx_discards_phy', default='0 (the delivery plan: zero drops)', source='the delivery plan'),
+    Check('burnin.bmc', 'burnin', 'PSUs and fans healthy, inlet temperature at or below the limit', 'lower', 'C',
+          "check {node}'s {subject} (BMC event log: ipmitool sel elist); the room's cooling for an inlet over the limit",
+          measures='ipmitool sdr elist statuses of the PSU and fan sensors; the inlet sensor (burnin_bmc_sensor_map)',
+          default='every PSU and fan ok; inlet <= 35 C (`burnin_inlet_max_c`)', source='ASHRAE TC 9.9 class A2 allowable inlet: 10-35 C'),
+    Check('burnin.load', 'burnin', "each load iteration's figure within a fraction of the fleet median", 'higher', None,
+          "compare {node}'s GPU clocks, power and temperatures at that iteration with a healthy node's",
+          measures='per load kind and iteration: the node\'s figure (Gflop/s, TFLOPs, busbw) against the fleet median',
+          default='>= 90% of the median (`burnin_load_slow_fraction: 0.1`); a failed iteration fails',
+          source='own, as nccl.slow_node: a GPU that slows at hour 20 is caught at that iteration'),
     Check('node.drain_breaker', 'node', 'no check fails on more than a fraction of the nodes', 'lower', None,
           'find the common cause (image, driver, switch, threshold) of the failure shared by the nodes; rerun verify',
           measures='nodes failing the same check, against `verify_gate_max_drain_fraction` of the nodes (and at least 2)',

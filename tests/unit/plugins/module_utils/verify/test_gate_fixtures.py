@@ -59,6 +59,10 @@ NOT_PINNED_YET = {
     'nccl.env': 'the pinned multi-node runs predate the NCCL_DEBUG_SUBSYS=INIT,NET lines and the /etc/nccl.conf reads (the '
                 'harness does not ask for it); test_nccl_env.py and test_hwsim_nccl_env.py pass and fail it',
 }
+# issue 34 (burn-in): the cases are verify runs; burn-in results come from playbooks/burnin.yml's samples (not yet built),
+# and test_burnin.py passes and fails every burnin.* check on them
+NOT_PINNED_YET.update(dict((check, 'a burn-in check; the pinned cases are verify runs; test_burnin.py passes and fails it')
+                           for check in CHECKS if check.startswith('burnin.')))
 
 
 def _load(case, name):
