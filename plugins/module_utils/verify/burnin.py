@@ -19,10 +19,11 @@ __metaclass__ = type
 import json
 import re
 
-from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import PERFQUERY_BASIC_BITS, PERFQUERY_ERRORS
+from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import PERFQUERY_BASIC_BITS
 from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import FAIL_BUCKETS, xid_bucket, xid_name
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import fmt
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks import TROUBLE_CLOCK_EVENTS
+from ansible_collections.aicluster.infra.plugins.module_utils.verify.link import IB_ERRORS as LINK_IB_ERRORS, ROCE_PHY_ERRORS
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
 SCHEMA = 'aicluster.infra/burnin-sample/v1'
@@ -41,9 +42,10 @@ DEFAULTS = {
 # thermal clock events (gpu_checks.TROUBLE_CLOCK_EVENTS less the power brake, which burnin.bmc's PSUs explain)
 THERMAL_EVENTS = tuple(name for name, _text in TROUBLE_CLOCK_EVENTS if name != 'hw_power_brake_slowdown')
 # link errors (IBA PortCounters by perfquery's names; RoCE by ethtool -S's); symbol errors are judged as a ratio
+# (PortRcvSwitchRelayErrors and VL15Dropped are not: multicast an HCA is not a member of, and dropped SMPs; as
+# ib.link_errors, verify/link.py says why)
 SYMBOL_COUNTERS = ('SymbolErrorCounter', 'rx_symbol_err_phy')
-LINK_COUNTERS = tuple(name for name in PERFQUERY_ERRORS if name not in SYMBOL_COUNTERS) + (
-    'link_down_events_phy', 'rx_crc_errors_phy')
+LINK_COUNTERS = tuple(name for name in LINK_IB_ERRORS + ROCE_PHY_ERRORS if name not in SYMBOL_COUNTERS)
 DROP_RE = re.compile(r'^(?:rx_prio[0-7]_discards|rx_discards_phy)$')
 ACTIVE_STATES = ('Active', 'ACTIVE', 'up', 'UP')
 

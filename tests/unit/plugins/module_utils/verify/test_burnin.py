@@ -158,6 +158,13 @@ def test_a_port_down_is_fatal_and_a_link_downed_rise_fails_with_the_first_sample
     assert 'LinkDownedCounter +1' in failed[0]['message'] and 'first 2026-12-07T10:04:00Z' in failed[1]['message']
 
 
+def test_switch_relay_errors_of_multicast_do_not_fail_a_link_as_in_verify():
+    samples = _run()
+    for sample in samples:
+        sample['ports'][0]['counters']['PortRcvSwitchRelayErrors'] = 6 * sample['seq']
+    assert _by(burnin.judge_node(samples, {'interval_s': INTERVAL}), 'burnin.link_errors')[0]['passed']
+
+
 def test_symbol_errors_are_judged_as_a_ratio_of_the_bits_the_port_carried():
     samples = _run(count=61)  # an hour at 400 Gb/s: 1.44e15 bits
     samples[-1]['ports'][0]['counters']['SymbolErrorCounter'] = 1000  # 6.9e-13

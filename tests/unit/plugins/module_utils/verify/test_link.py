@@ -61,6 +61,17 @@ def test_allowed_rise_and_a_counter_reset_between_the_reads():
     assert result['passed'] is True and 'reset between the reads: SymbolErrorCounter' in result['message']
 
 
+def test_switch_relay_errors_an_hca_counts_for_multicast_are_kept_as_evidence_not_judged():
+    """The real CX-6 HDR capture (perfquery/brev-a100-cx6-hdr-plain-C-mlx5_0-lid1-port0.txt) counts
+    PortRcvSwitchRelayErrors 6 with every other error counter 0: multicast, which ibqueryerrors suppresses by default."""
+    before = {'SymbolErrorCounter': 0, 'PortRcvErrors': 0, 'PortRcvSwitchRelayErrors': 6}
+    outcome = decide.link({'gpu01': {'before': _read(before), 'after': _read(dict(before, PortRcvSwitchRelayErrors=42))}},
+                          _expected())
+    result = _by_check(outcome)['ib.link_errors']
+    assert result['passed'] is True and 'PortRcvSwitchRelayErrors' not in result['message']
+    assert outcome['raw']['gpu01']['mlx5_0']['after']['PortRcvSwitchRelayErrors'] == 42
+
+
 def test_missing_mlxlink_is_not_checked_not_failed():
     outcome = decide.link({'gpu01': {'before': _read({'SymbolErrorCounter': 0}),
                                      'after': _read({'SymbolErrorCounter': 0}, missing=['mlxlink'])}}, _expected())
