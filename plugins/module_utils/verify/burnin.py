@@ -19,6 +19,7 @@ __metaclass__ = type
 import json
 import re
 
+from ansible_collections.aicluster.infra.plugins.module_utils.burnin_sample import SCHEMA
 from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import PERFQUERY_BASIC_BITS
 from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import FAIL_BUCKETS, xid_bucket, xid_name
 from ansible_collections.aicluster.infra.plugins.module_utils.verify._common import fmt
@@ -26,7 +27,6 @@ from ansible_collections.aicluster.infra.plugins.module_utils.verify.gpu_checks 
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.link import IB_ERRORS as LINK_IB_ERRORS, ROCE_PHY_ERRORS
 from ansible_collections.aicluster.infra.plugins.module_utils.verify.results import new_result
 
-SCHEMA = 'aicluster.infra/burnin-sample/v1'
 
 DEFAULTS = {
     'interval_s': 900,             # the delivery plan: a sample every 15 minutes
