@@ -137,11 +137,15 @@ def _gpus(samples):
 
 
 def _present_results(samples):
-    first = set(gpu.get('index') for gpu in samples[0].get('gpus') or [] if isinstance(gpu, dict))
-    for sample in samples:
+    read = [sample for sample in samples if sample.get('gpus') is not None]  # None: nvidia-smi failed, not a GPU lost
+    if not read:
+        return [new_result('burnin.gpu_present', 'node', None, None, False, 'no sample could read the GPUs (nvidia-smi): %s'
+                           % '; '.join(sorted(set(error for sample in samples for error in sample.get('errors') or [])))[:200])]
+    first = set(gpu.get('index') for gpu in read[0]['gpus'] if isinstance(gpu, dict))
+    for sample in read:
         now = set(gpu.get('index') for gpu in sample.get('gpus') or [] if isinstance(gpu, dict))
         lost = sorted(first - now)
-        if lost and sample.get('gpus') is not None:
+        if lost:
             return [new_result('burnin.gpu_present', 'GPU %s' % ', '.join(str(index) for index in lost), len(now), len(first), False,
                                'GPU %s missing from the sample %s (%d of %d GPUs answered)' % (
                                    ', '.join(str(index) for index in lost), _at(sample), len(now), len(first)),

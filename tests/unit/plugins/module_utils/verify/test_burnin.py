@@ -114,6 +114,18 @@ def test_a_gpu_lost_under_load_is_fatal_and_named():
     assert '1 of 2 GPUs answered' in fatal[0]['message']
 
 
+def test_a_sample_whose_gpu_read_failed_is_no_gpu_lost_and_no_read_at_all_fails():
+    samples = _run()
+    samples[0]['gpus'] = None
+    samples[3]['gpus'] = None
+    samples[3]['errors'] = ['nvidia-smi --query-gpu: no --query-gpu csv rows found']
+    assert _by(burnin.judge_node(samples, {'interval_s': INTERVAL}), 'burnin.gpu_present')[0]['passed']
+    for sample in samples:
+        sample['gpus'] = None
+    result = _by(burnin.judge_node(samples, {'interval_s': INTERVAL}), 'burnin.gpu_present')[0]
+    assert not result['passed'] and 'no csv rows' not in result['message'] and 'no --query-gpu csv rows' in result['message']
+
+
 def test_xids_by_the_catalog_a_fatal_one_stops_the_node_and_an_application_one_is_only_named():
     samples = _run()
     event = {'code': 79, 'pci': '0000:1b:00', 'time': '2026-12-07T10:02:30+00:00', 'text': 'GPU has fallen off the bus.'}
