@@ -5,7 +5,7 @@
 
 Each node's samples file (JSON lines, as its sampler writes it: 8 GPUs, 8 NDR ports with every IBA error counter,
 the BMC's PSUs, fans and inlet, two load kinds per sample) is made in memory (not timed), then read and judged as its
-node does it (verify/burnin.read_samples, judge_node, load_figures: about 1.3 MB of JSON per node, so the nodes judge
+node does it (verify/burnin.read_samples, judge_node, load_figures, report/burnin.node_summary: about 1.3 MB of JSON per node, so the nodes judge
 their own samples and send back results and load figures, not 1.3 GB of samples); then the fleet step the control
 node runs: every node's load figures against the fleet median per iteration (load_results). Prints the time per node,
 all nodes one after another, the fleet step, and the peak memory of the process. Issue 34 asks for at most 10 s and
@@ -26,6 +26,7 @@ from _collection import REPO  # noqa: E402,F401  (puts the collection on sys.pat
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import PERFQUERY_ERRORS  # noqa: E402
+from ansible_collections.aicluster.infra.plugins.module_utils.report import burnin as report_burnin  # noqa: E402
 from ansible_collections.aicluster.infra.plugins.module_utils.verify import burnin  # noqa: E402
 
 SAMPLES = 192  # 48 h / 15 min
@@ -63,7 +64,7 @@ def main():
     nodes = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
     names = ['gpu%04d' % (index + 1) for index in range(nodes)]
     per_node, size = [], 0
-    results, figures = {}, {}
+    results, figures, summaries = {}, {}, {}
     for index, node in enumerate(names):
         text = _text(node, slow=index == 7)
         size += len(text)
@@ -71,21 +72,24 @@ def main():
         samples, problems = burnin.read_samples(text, node)
         results[node] = burnin.judge_node(samples, {'interval_s': INTERVAL}, problems, planned_s=SAMPLES * INTERVAL)
         figures[node] = burnin.load_figures(samples)
+        summaries[node] = report_burnin.node_summary(samples)
         per_node.append(time.perf_counter() - start)
     start = time.perf_counter()
     for node, found in burnin.load_results(figures, {'interval_s': INTERVAL}).items():
         results[node].extend(found)
+    charts = report_burnin.node_charts(names[7], summaries[names[7]]) + [report_burnin.load_chart(figures, 'dcgmproftester')]
     fleet = time.perf_counter() - start
     failed = sorted((node, result['check'], result['subject']) for node, found in results.items() for result in found
                     if not result['passed'])
     count = sum(len(found) for found in results.values())
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     print('burn-in gate: %d nodes x %d samples (%.0f MB of samples, %.2f MB per node)' % (nodes, SAMPLES, size / 1e6, size / 1e6 / nodes))
-    print('%-52s %7.3f s mean, %.3f s max' % ('one node: read and judge its samples (on the node)', sum(per_node) / nodes, max(per_node)))
+    print('%-52s %7.3f s mean, %.3f s max' % ('one node: read, judge, summarize (on the node)', sum(per_node) / nodes, max(per_node)))
     print('%-52s %7.2f s' % ('every node one after another (on one machine)', sum(per_node)))
-    print('%-52s %7.3f s' % ('the fleet: load figures against the median', fleet))
+    print('%-52s %7.3f s' % ('the fleet: load figures, one node\'s and the load charts', fleet))
     print('%-52s %7.0f MB  (issue 34: <= 2048 MB)' % ('peak memory of this process', peak))
     print('%-52s %7d, %d failed: %s' % ('results', count, len(failed), failed[:3]))
+    print('%-52s %7.0f KB' % ('charts of one node and the load (SVG)', sum(len(chart) for chart in charts) / 1e3))
 
 
 if __name__ == '__main__':
