@@ -95,11 +95,12 @@ def _rate(rate_text):
 
 def ib_port(name, perfquery_text, state_text=None, rate_text=None, errors=None):
     """One InfiniBand port of the sample from ``perfquery -C <hca> -P <port>`` (the basic PortCounters, which always
-    carry the error counters) and the port's sysfs ``state`` and ``rate`` files."""
+    carry the error counters) and the port's sysfs ``state`` and ``rate`` files. No text (the tool failed, said by its
+    caller): no counters."""
     errors = errors if errors is not None else []
     counters = None
     try:
-        counters = dict(parse_perfquery(perfquery_text or '')['counters'])
+        counters = dict(parse_perfquery(perfquery_text)['counters']) if perfquery_text is not None else None
     except ParseError as exc:
         errors.append('perfquery %s: %s' % (name, exc))
     state = str(state_text).split(':')[-1].strip() if state_text else None
@@ -112,8 +113,9 @@ def roce_port(name, ethtool_text, operstate=None, speed_mbps=None, errors=None):
     errors = errors if errors is not None else []
     counters = None
     try:
-        stats = parse_ethtool_stats(ethtool_text or '')
-        counters = dict((key, value) for key, value in stats.items() if key in ROCE_COUNTERS)
+        if ethtool_text is not None:
+            stats = parse_ethtool_stats(ethtool_text)
+            counters = dict((key, value) for key, value in stats.items() if key in ROCE_COUNTERS)
     except ParseError as exc:
         errors.append('ethtool -S %s: %s' % (name, exc))
     state = str(operstate).strip() if operstate else None

@@ -71,7 +71,7 @@ def test_an_ib_port_from_the_real_cx6_perfquery_and_its_sysfs_state_and_rate():
     port = burnin_sample.ib_port('mlx5_0:1', real_fixture(PERFQUERY_CX6), '4: ACTIVE', '200 Gb/sec (4X HDR)', errors)
     assert errors == [] and port['state'] == 'Active' and port['rate_gbps'] == 200.0
     assert port['counters']['PortRcvSwitchRelayErrors'] == 6 and port['counters']['SymbolErrorCounter'] == 0
-    down = burnin_sample.ib_port('mlx5_0:1', 'perfquery: command not found\n', '1: DOWN', None, errors)
+    down = burnin_sample.ib_port('mlx5_0:1', "ibwarn: [1234] mad_rpc_open_port: can't open UMAD port\n", '1: DOWN', None, errors)
     assert down['state'] == 'DOWN' and down['counters'] is None and errors[0].startswith('perfquery mlx5_0:1')
 
 
