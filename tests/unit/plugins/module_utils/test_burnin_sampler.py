@@ -157,3 +157,12 @@ def test_the_sampler_process_samples_with_real_tools_on_path_and_stops_whole_on_
         samples, problems = burnin.read_samples(handle.read(), 'gpu01')
     assert problems == [] and len(samples) >= 3 and samples[0]['errors'] == []
     assert samples[0]['gpus'][0]['temp_headroom_c'] == 50.0 and samples[0]['bmc']['power_w'] == 215.0
+
+
+def test_the_sampler_needs_no_ansible_on_the_node():
+    """The job runs it with only the collection's module_utils on PYTHONPATH: nothing it imports may need ansible-core."""
+    code = ('import sys; import ansible_collections.aicluster.infra.plugins.module_utils.burnin_sampler; '
+            'print(sorted(name for name in sys.modules if name == "ansible" or name.startswith("ansible.")))')
+    out = subprocess.run([sys.executable, '-c', code], env=dict(os.environ, PYTHONPATH=os.path.join(REPO, '.collections')),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, check=True).stdout.decode()
+    assert out.strip() == '[]', out
