@@ -48,6 +48,12 @@ SYMBOL_COUNTERS = ('SymbolErrorCounter', 'rx_symbol_err_phy')
 LINK_COUNTERS = tuple(name for name in LINK_IB_ERRORS + ROCE_PHY_ERRORS if name not in SYMBOL_COUNTERS)
 DROP_RE = re.compile(r'^(?:rx_prio[0-7]_discards|rx_discards_phy)$')
 ACTIVE_STATES = ('Active', 'ACTIVE', 'up', 'UP')
+# A discrete PSU or redundancy sensor keeps status ok while it asserts a failure state: the states that fail it, as
+# ipmitool prints them (include/ipmitool/ipmi_sel.h: Power Supply sensor-specific offsets 01-07, the generic
+# redundancy states 01-07, Predictive Failure Asserted); 'Presence detected', 'Fully Redundant' and the deasserted
+# forms pass
+BMC_FAILURE_RE = re.compile(r'Failure detected|Predictive [Ff]ailure(?! Deasserted)|AC lost|AC out-of-range|Config Error|'
+                            r'Power Supply Inactive|Redundancy Lost|Redundancy Degraded|Non-Redundant')
 
 
 def _problem(problems, number, text):
@@ -319,7 +325,7 @@ def _bmc_results(samples, settings):
             continue
         for role in ('psus', 'fans'):
             for sensor in bmc.get(role) or []:
-                if sensor.get('status') not in (None, 'ok'):
+                if sensor.get('status') not in (None, 'ok') or BMC_FAILURE_RE.search(sensor.get('text') or ''):
                     bad.setdefault(sensor.get('name'), (sample, sensor))
         if isinstance(bmc.get('inlet_c'), (int, float)):
             inlet.append((sample, bmc['inlet_c']))

@@ -428,7 +428,7 @@ _RECORDS = (
           measures='rise of rx_prio<P>_discards and rx_discards_phy', default='0 (the delivery plan: zero drops)', source='the delivery plan'),
     Check('burnin.bmc', 'burnin', 'PSUs and fans healthy, inlet temperature at or below the limit', 'lower', 'C',
           "check {node}'s {subject} (BMC event log: ipmitool sel elist); the room's cooling for an inlet over the limit",
-          measures='ipmitool sdr elist statuses of the PSU and fan sensors; the inlet sensor (burnin_bmc_sensor_map)',
+          measures='ipmitool sdr elist: PSU and fan statuses and asserted failure states; the inlet sensor (burnin_bmc_sensor_map)',
           default='every PSU and fan ok; inlet <= 35 C (`burnin_inlet_max_c`)', source='ASHRAE TC 9.9 class A2 allowable inlet: 10-35 C'),
     Check('burnin.load', 'burnin', "each load iteration's figure within a fraction of the fleet median", 'higher', None,
           "compare {node}'s GPU clocks, power and temperatures at that iteration with a healthy node's",

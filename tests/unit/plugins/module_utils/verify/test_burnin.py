@@ -220,6 +220,21 @@ def test_bmc_a_failed_psu_and_a_hot_inlet_fail_and_a_bmc_that_does_not_measure_i
     assert bmc[0]['passed'] and 'not judged' in bmc[0]['message'] and '6 samples without a BMC read' in bmc[0]['message']
 
 
+def test_a_discrete_psu_sensor_that_asserts_a_failure_with_status_ok_fails():
+    """ipmitool prints a discrete sensor's status ok whatever state it asserts: the states decide (ipmi_sel.h)."""
+    samples = _run()
+    samples[3]['bmc']['psus'] = [{'name': 'PS2 Status', 'status': 'ok', 'text': 'Presence detected, Power Supply AC lost'},
+                                 {'name': 'PS Redundancy', 'status': 'ok', 'text': 'Redundancy Lost'}]
+    failed = _failed(burnin.judge_node(samples, {'interval_s': INTERVAL}))
+    assert [(result['subject'], result['first_seen']) for result in failed] == [
+        ('PS Redundancy', '2026-12-07T10:04:00Z'), ('PS2 Status', '2026-12-07T10:04:00Z')]
+    assert 'Power Supply AC lost' in failed[1]['message']
+    for text in ('Presence detected', 'Fully Redundant', 'Predictive Failure Deasserted'):
+        fine = _run()
+        fine[2]['bmc']['psus'] = [{'name': 'PS1 Status', 'status': 'ok', 'text': text}]
+        assert _failed(burnin.judge_node(fine, {'interval_s': INTERVAL})) == [], text
+
+
 def test_missing_samples_and_a_sampler_that_stopped_early_fail_burnin_samples():
     samples = _run(count=10)
     del samples[3:6]
