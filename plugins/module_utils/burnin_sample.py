@@ -33,6 +33,8 @@ GPU_FIELDS = ('index', 'pci.bus_id', 'uuid', 'temperature.gpu', 'temperature.mem
 # the RoCE counters a sample keeps from ethtool -S (verify/burnin judges them; pauses are evidence, not faults)
 ROCE_COUNTERS = ('rx_symbol_err_phy', 'rx_crc_errors_phy', 'link_down_events_phy', 'rx_discards_phy') + tuple(
     'rx_prio%d_%s' % (prio, what) for prio in range(8) for what in ('discards', 'pause'))
+# the IPMI entity ID of a power supply (IPMI v2.0 table 43-13: 0Ah), as ipmitool sdr elist prints it ('10.1')
+PSU_ENTITY = '10'
 # the sysfs port state an Active port has (/sys/class/infiniband/<dev>/ports/<p>/state: '4: ACTIVE')
 ACTIVE = 'ACTIVE'
 
@@ -124,6 +126,10 @@ def roce_port(name, ethtool_text, operstate=None, speed_mbps=None, errors=None):
             'rate_gbps': speed / 1000.0 if speed and speed > 0 else None, 'counters': counters}
 
 
+def _bmc_sensor(sensor, name):
+    return {'name': name, 'status': sensor['status'], 'reading': sensor.get('value'), 'text': sensor.get('text')}
+
+
 def sample_bmc(sdr_text, dcmi_text=None, sensor_map=None, errors=None):
     """The sample's ``bmc`` from ``ipmitool sdr elist`` and ``ipmitool dcmi power reading``; ``sensor_map`` maps roles
     to the vendor's sensor names (``ipmitool.DEFAULT_SENSOR_MAP``). ``valid`` false when neither gave a reading."""
@@ -140,8 +146,15 @@ def sample_bmc(sdr_text, dcmi_text=None, sensor_map=None, errors=None):
                 values = [sensor['value'] for sensor in picked.get(role) or [] if sensor.get('value') is not None]
                 out[key] = max(values) if values else None
             for role, key in (('psu', 'psus'), ('fan', 'fans')):
-                out[key] = [{'name': sensor['name'], 'status': sensor['status'], 'reading': sensor.get('value'),
-                             'text': sensor.get('text')} for sensor in picked.get(role) or [] if sensor['status'] != 'ns']
+                out[key] = [_bmc_sensor(sensor, sensor['name']) for sensor in picked.get(role) or [] if sensor['status'] != 'ns']
+            # a BMC that names its PSU sensors by what they read, not by the supply (Dell: 'Status', 'Presence' of
+            # entity 10.1 and 10.2 in the real R740 capture): the discrete sensors of entity 10, the IPMI entity ID
+            # of a power supply, count as PSUs too, named with their entity
+            named = set(id(sensor) for sensor in picked.get('psu') or [])
+            out['psus'] += [_bmc_sensor(sensor, '%s %s' % (sensor['name'], sensor['entity']))
+                            for sensor in picked.get('unmapped') or []
+                            if id(sensor) not in named and str(sensor.get('entity') or '').split('.')[0] == PSU_ENTITY
+                            and sensor.get('kind') == 'discrete' and sensor['status'] != 'ns']
             out['unmapped'] = len(picked.get('unmapped') or [])
     if dcmi_text:
         try:

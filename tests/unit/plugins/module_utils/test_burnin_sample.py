@@ -92,7 +92,9 @@ def test_the_bmc_from_the_real_r740_sdr_elist_and_dcmi_readings():
     assert (bmc['inlet_c'], bmc['exhaust_c']) == (23.0, 31.0)
     assert bmc['power_w'] == 215.0  # the DCMI reading wins over the SDR's 208 W Pwr Consumption
     assert [fan['name'] for fan in bmc['fans']] == ['Fan1', 'Fan2', 'Fan3', 'Fan4', 'Fan5', 'Fan6']
-    assert [(psu['name'], psu['status']) for psu in bmc['psus']] == [('PS Redundancy', 'ok')]
+    assert [(psu['name'], psu['text']) for psu in bmc['psus']] == [
+        ('PS Redundancy', 'Fully Redundant'), ('Presence 10.1', 'Present'), ('Presence 10.2', 'Present'),
+        ('Status 10.1', 'Presence detected'), ('Status 10.2', 'Presence detected')]  # Dell's PSU sensors, by entity 10
     deactivated = burnin_sample.sample_bmc(real_fixture(SDR_R740), real_fixture(DCMI_OPENBMC))
     assert deactivated['power_w'] == 208.0  # the BMC does not measure through DCMI: the SDR's figure stays
     nothing = burnin_sample.sample_bmc(None, real_fixture(DCMI_OPENBMC))
