@@ -87,7 +87,7 @@ DCMI_ERROR_RE = re.compile(r'^\s*(?:Unable to get DCMI information|DCMI request 
 # Roles a burn-in reads, as case-insensitive full-match regexes of the names vendors' BMCs print.
 # Each name was seen in a public ipmitool (or the BMC's own) output; none is guessed:
 # - Dell iDRAC 9 (PowerEdge R740): 'Inlet Temp', 'Exhaust Temp', 'Pwr Consumption', 'Fan1'..'Fan6', 'GPU1 Temp'..'GPU8 Temp',
-#   'PS Redundancy' -- GuanceCloud/datakit internal/plugins/inputs/ipmi/testdata/R740v2.txt (the capture above).
+#   'PS Redundancy', 'Fan Redundancy' -- GuanceCloud/datakit internal/plugins/inputs/ipmi/testdata/R740v2.txt (the capture above).
 # - Dell 'Fan1A'/'Fan1B' .. 'Fan5B' (R320, `sdr list full`) -- ateodorescu/home-assistant-ipmi issue #52.
 # - Dell 'Fan1 RPM' -- prometheus-community/ipmi_exporter issue #302.
 # - Dell iDRAC 6 (R510, 11th generation) 'Ambient Temp', 'Planar Temp' -- tigerblue77/Dell_iDRAC_fan_controller_Docker
@@ -108,7 +108,7 @@ DEFAULT_SENSOR_MAP = {
     'inlet': [r'Inlet Temp', r'Ambient Temp', r'\d+-Inlet Ambient'],
     'exhaust': [r'Exhaust Temp'],
     'power': [r'Pwr Consumption', r'Sys Power'],
-    'fan': [r'Fan\s?\d+[A-Z]?(?: RPM)?', r'FAN[A-H]', r'Fan \d+ (?:Front|Rear) Tach', r'Fan Block \d+'],
+    'fan': [r'Fan\s?\d+[A-Z]?(?: RPM)?', r'FAN[A-H]', r'Fan \d+ (?:Front|Rear) Tach', r'Fan Block \d+', r'Fan Redundancy'],
     'psu': [r'PS\d+ Status', r'PS Redundancy', r'Power Supply \d+'],
     'cpu_temp': [r'CPU\s?\d+ Temp', r'\d+-CPU \d+'],
     'gpu_temp': [r'GPU\s?\d+ Temp'],

@@ -158,6 +158,10 @@ KINDS = {
     # These two are done at once and not kept (hwsim/roce.py): qos-reset on the host it resets (its /run files).
     'qos-reset': ((('host', _text),), "a restart of HOST's mlx5 driver: every Ethernet netdev's trust, PFC, DSCP map, ECN, "
                   'CNP marking, RDMA-CM ToS and mode and verbs traffic class back at the driver defaults'),
+    'fan-fail': ((('fan', _positive_int),), 'chassis fan FAN stopped: ipmitool sdr 0 RPM below its lower critical threshold (lcr), '
+                 'Fan Redundancy lost'),
+    'psu-fail': ((('psu', _positive_int),), 'power supply PSU failed: its ipmitool Status sensor asserts Failure detected '
+                 '(status ok, as a discrete sensor stays), PS Redundancy lost'),
     'pfc-off': ((('netdev', _text),), 'PFC off on every priority of NETDEV (as mlnx_qos -i NETDEV --pfc 0,0,0,0,0,0,0,0)'),
 }
 # Kinds whose first argument may be left out: the value it then takes (``firmware VERSION`` is ``firmware * VERSION``,

@@ -40,6 +40,7 @@ TOOLS = {
     'reduce_scatter_perf': ('nccl', 'run_reduce_scatter'),
     'broadcast_perf': ('nccl', 'run_broadcast'),
     'alltoall_perf': ('nccl', 'run_alltoall'),
+    'ipmitool': ('ipmitool', 'run'),
 }
 
 

@@ -91,7 +91,7 @@ def test_the_bmc_from_the_real_r740_sdr_elist_and_dcmi_readings():
     assert errors == [] and bmc['valid'] is True
     assert (bmc['inlet_c'], bmc['exhaust_c']) == (23.0, 31.0)
     assert bmc['power_w'] == 215.0  # the DCMI reading wins over the SDR's 208 W Pwr Consumption
-    assert [fan['name'] for fan in bmc['fans']] == ['Fan1', 'Fan2', 'Fan3', 'Fan4', 'Fan5', 'Fan6']
+    assert [fan['name'] for fan in bmc['fans']] == ['Fan1', 'Fan2', 'Fan3', 'Fan4', 'Fan5', 'Fan6', 'Fan Redundancy']
     assert [(psu['name'], psu['text']) for psu in bmc['psus']] == [
         ('PS Redundancy', 'Fully Redundant'), ('Presence 10.1', 'Present'), ('Presence 10.2', 'Present'),
         ('Status 10.1', 'Presence detected'), ('Status 10.2', 'Presence detected')]  # Dell's PSU sensors, by entity 10

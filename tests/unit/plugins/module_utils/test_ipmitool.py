@@ -202,10 +202,10 @@ def test_pick_sensors_default_map_on_capture():
     picked = pick_sensors(result)
     names = dict((role, [s['name'] for s in sensors]) for role, sensors in picked.items())
     assert names['inlet'] == ['Inlet Temp'] and names['exhaust'] == ['Exhaust Temp'] and names['power'] == ['Pwr Consumption']
-    assert names['fan'] == ['Fan%d' % i for i in range(1, 7)]
+    assert names['fan'] == ['Fan%d' % i for i in range(1, 7)] + ['Fan Redundancy']
     assert names['gpu_temp'] == ['GPU%d Temp' % i for i in range(1, 9)]
     assert names['psu'] == ['PS Redundancy'] and names['cpu_temp'] == [] and names['board'] == []
-    assert 'Fan1 Status' in names['unmapped'] and 'Fan Redundancy' in names['unmapped'] and 'Temp' in names['unmapped']
+    assert 'Fan1 Status' in names['unmapped'] and 'Fan Redundancy' not in names['unmapped'] and 'Temp' in names['unmapped']
     assert sum(len(v) for v in picked.values()) == 199
     assert picked['power'][0]['value'] == 208.0
     assert set(picked) == set(DEFAULT_SENSOR_MAP) | {'unmapped'}
