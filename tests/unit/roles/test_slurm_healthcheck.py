@@ -427,17 +427,34 @@ def test_a_drain_for_a_check_that_could_not_run_is_kept(node):
     assert report['slurm']['action'] == 'none' and 'health.dcgm, not checked this run' in report['slurm']['note']
 
 
-def test_a_hung_nvidia_smi_fails_within_the_budget(node):
+def test_a_hung_nvidia_smi_fails_within_the_budget_on_the_second_run_in_a_row(node):
     node.fake('nvidia-smi', '#!/bin/sh\nsleep 30\n')
     node.configure(command_timeout_s=1)
     start = time.monotonic()
     report = node.run()
     assert time.monotonic() - start < 6
+    first = report['by_check']['health.gpu_count'][0]
+    assert first['status'] == 'not checked' and 'the first run in a row' in first['message']
+    assert node.slurm_node()['state'] == 'IDLE'  # one slow call on a loaded node drains nothing
+    report = node.run()
     result = report['by_check']['health.gpu_count'][0]
     assert result['status'] == 'fail' and result['subject'] == 'nvidia-smi'
-    assert result['message'].startswith('nvidia-smi did not answer in 1 s')
+    assert result['message'].startswith('nvidia-smi did not answer in 1 s') and '(2 runs in a row)' in result['message']
     assert statuses(report, 'gpu_remap') == ['not checked']
     assert node.slurm_node()['reason'] == 'aicluster: health.gpu_count nvidia-smi'
+
+
+def test_a_slow_nvidia_smi_that_answers_the_next_run_drains_nothing_and_clears_its_strike(node):
+    node.configure(command_timeout_s=1)
+    node.fake('nvidia-smi', '#!/bin/sh\nsleep 30\n')
+    assert statuses(node.run(), 'gpu_count') == ['not checked']
+    (node.bin / 'nvidia-smi').unlink()
+    (node.bin / 'nvidia-smi').symlink_to(os.path.join(HWSIM_ROOT, 'bin', 'hwsim'))
+    node.configure(command_timeout_s=5)
+    assert statuses(node.run(), 'gpu_count') == ['pass'] and node.slurm_node()['state'] == 'IDLE'
+    node.fake('nvidia-smi', '#!/bin/sh\nsleep 30\n')
+    node.configure(command_timeout_s=1)
+    assert statuses(node.run(), 'gpu_count') == ['not checked']  # a first time again, not a second
 
 
 def test_the_deadline_bounds_every_command(node):
