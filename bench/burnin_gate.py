@@ -22,7 +22,7 @@ import resource
 import sys
 import time
 
-from _collection import REPO  # noqa: E402,F401  (puts the collection on sys.path)
+import _collection  # noqa: F401  pylint: disable=unused-import
 
 # pylint: disable=wrong-import-position
 from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import PERFQUERY_ERRORS  # noqa: E402

@@ -92,7 +92,7 @@ def sample_gpus(query_text, fields, temperature_text=None, errors=None):
 
 def _rate(rate_text):
     """Gb/s from sysfs ``rate`` (``400 Gb/sec (4X NDR)``) or a plain number; None when unreadable."""
-    return to_float(str(rate_text or '').split('Gb/sec')[0]) if rate_text else None
+    return to_float(str(rate_text or '').split('Gb/sec', 1)[0]) if rate_text else None
 
 
 def ib_port(name, perfquery_text, state_text=None, rate_text=None, errors=None):
@@ -105,7 +105,7 @@ def ib_port(name, perfquery_text, state_text=None, rate_text=None, errors=None):
         counters = dict(parse_perfquery(perfquery_text)['counters']) if perfquery_text is not None else None
     except ParseError as exc:
         errors.append('perfquery %s: %s' % (name, exc))
-    state = str(state_text).split(':')[-1].strip() if state_text else None
+    state = str(state_text).rsplit(':', 1)[-1].strip() if state_text else None
     return {'name': name, 'link_layer': 'InfiniBand', 'state': 'Active' if state == ACTIVE else state,
             'rate_gbps': _rate(rate_text), 'counters': counters}
 
@@ -153,7 +153,7 @@ def sample_bmc(sdr_text, dcmi_text=None, sensor_map=None, errors=None):
             named = set(id(sensor) for sensor in picked.get('psu') or [])
             out['psus'] += [_bmc_sensor(sensor, '%s %s' % (sensor['name'], sensor['entity']))
                             for sensor in picked.get('unmapped') or []
-                            if id(sensor) not in named and str(sensor.get('entity') or '').split('.')[0] == PSU_ENTITY
+                            if id(sensor) not in named and str(sensor.get('entity') or '').split('.', 1)[0] == PSU_ENTITY
                             and sensor.get('kind') == 'discrete' and sensor['status'] != 'ns']
             out['unmapped'] = len(picked.get('unmapped') or [])
     if dcmi_text:

@@ -167,4 +167,4 @@ def _stopped(_signum, _frame):
 
 
 if __name__ == '__main__':
-    sys.exit(main())
+    raise SystemExit(main())

@@ -221,10 +221,9 @@ def _xid_results(samples, settings):
     results = []
     for key, event in bad:
         sample = first_seen[key]
-        results.append(new_result('burnin.xid', 'GPU %s' % (event.get('pci') or '?'), event.get('code'), 'none fatal', False,
-                                  'Xid %s (%s) on %s, seen %s: %s' % (event.get('code'), xid_name(event.get('code')),
-                                                                       event.get('pci') or 'an unnamed GPU', _at(sample),
-                                                                       (event.get('text') or '')[:120]),
+        text = 'Xid %s (%s) on %s, seen %s: %s' % (event.get('code'), xid_name(event.get('code')), event.get('pci') or 'an unnamed GPU',
+                                                   _at(sample), (event.get('text') or '')[:120])
+        results.append(new_result('burnin.xid', 'GPU %s' % (event.get('pci') or '?'), event.get('code'), 'none fatal', False, text,
                                   first_seen=sample.get('time'), fatal=True))
     return results
 
@@ -410,16 +409,16 @@ def load_results(figures_by_node, expected=None):
     for key, entries in by_key.items():
         known = [entry[2] for _node, entry in entries if entry[2] is not None]
         median = _median(known) if len(known) >= 3 else None
-        bar = median * (1 - fraction) if median is not None else None
+        floor = median * (1 - fraction) if median is not None else None
         for node, entry in entries:
             figure, ok = entry[2], entry[4]
-            failed = not ok or (bar is not None and figure is not None and figure < bar)
+            failed = not ok or (floor is not None and figure is not None and figure < floor)
             ratio = figure / median if median and figure is not None else None
             rank = (not failed, ratio if ratio is not None else float('inf'), entry[1] or 0)
             if (node, key[0]) not in worst or rank < worst[(node, key[0])][0]:
-                worst[(node, key[0])] = (rank, failed, ratio, entry, bar, median)
+                worst[(node, key[0])] = (rank, failed, ratio, entry, floor, median)
     out = dict((node, []) for node in figures_by_node)
-    for (node, kind), (_rank, failed, ratio, entry, bar, median) in sorted(worst.items(), key=lambda item: str(item[0])):
+    for (node, kind), (_rank, failed, ratio, entry, floor, median) in sorted(worst.items(), key=lambda item: str(item[0])):
         _kind, iteration, figure, unit, ok, when, error = entry
         if not ok:
             text = '%s iteration %s failed at %s: %s' % (kind, iteration, when, error or 'no result')
@@ -427,10 +426,10 @@ def load_results(figures_by_node, expected=None):
             text = '%s: %s %s at iteration %s; fewer than 3 nodes, the fleet median is not judged' % (
                 kind, fmt(figure), unit or '', iteration)
         else:
-            text = '%s: worst iteration %s, %s %s = %.0f%% of the fleet median %s (bar %s)' % (
-                kind, iteration, fmt(figure), unit or '', 100 * (ratio or 0), fmt(median), fmt(bar))
+            text = '%s: worst iteration %s, %s %s = %.0f%% of the fleet median %s (floor %s)' % (
+                kind, iteration, fmt(figure), unit or '', 100 * (ratio or 0), fmt(median), fmt(floor))
         extra = {'first_seen': when} if failed else {}
-        out[node].append(new_result('burnin.load', str(kind), figure, bar, not failed, text, unit=unit, **extra))
+        out[node].append(new_result('burnin.load', str(kind), figure, floor, not failed, text, unit=unit, **extra))
     return out
 
 
