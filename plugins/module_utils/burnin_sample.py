@@ -21,7 +21,7 @@ from ansible_collections.aicluster.infra.plugins.module_utils.ib_counters import
 from ansible_collections.aicluster.infra.plugins.module_utils.ipmitool import (
     DEFAULT_SENSOR_MAP, parse_dcmi_power_reading, parse_sdr_elist, pick_sensors,
 )
-from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import parse_xid
+from ansible_collections.aicluster.infra.plugins.module_utils.kernel_log import parse_xid, since
 from ansible_collections.aicluster.infra.plugins.module_utils.nvidia_smi import parse_nvidia_smi_q, parse_query_gpu_csv
 
 SCHEMA = 'aicluster.infra/burnin-sample/v1'
@@ -168,11 +168,11 @@ def sample_bmc(sdr_text, dcmi_text=None, sensor_map=None, errors=None):
     return out
 
 
-def sample_xids(kernel_text, since=None):
-    """Every Xid of ``dmesg --time-format iso`` output at or after ``since`` (an ISO stamp: the run's start)."""
-    events = parse_xid(kernel_text or '')
+def sample_xids(kernel_text, start=None):
+    """Every Xid of ``dmesg --time-format iso`` output after ``start`` (the run's start as that node's dmesg stamps
+    it, so both are in its zone: kernel_log.since compares them as text), events without a time kept."""
     return [{'code': event['code'], 'pci': event['pci'], 'time': event['time'], 'text': event['text'][:200]}
-            for event in events if since is None or event['time'] is None or event['time'] >= since]
+            for event in since(parse_xid(kernel_text or ''), start)]
 
 
 def build_sample(run, node, seq, time, elapsed_s, gpus=None, ports=None, xids=None, bmc=None, loads=None, errors=None):

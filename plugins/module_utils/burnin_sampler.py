@@ -63,7 +63,7 @@ def take_sample(context, seq, now, run=run_tool, read=read_file):
     """One sample. ``context``: ``run``, ``node``, ``start`` (epoch seconds), ``start_iso`` (the kernel log's ISO stamp
     of the start), ``ports`` (``{name, kind: ib|roce, hca, port, netdev}``), ``sensor_map``, ``bmc`` (read the BMC),
     ``clock_prefix`` (clocks_event_reasons or clocks_throttle_reasons), ``loads`` (entries finished since the last
-    sample, from the load runners)."""
+    sample, from the load runners). ``start_iso`` is stamped as this node's dmesg stamps (its own zone)."""
     errors = []
     fields = burnin_sample.gpu_query_fields(context.get('clock_prefix') or 'clocks_event_reasons')
     query = _text(run, ['nvidia-smi', '--query-gpu=%s' % ','.join(fields), '--format=csv,noheader,nounits'], errors,

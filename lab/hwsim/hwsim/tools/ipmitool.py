@@ -10,8 +10,10 @@ where the timestamp has no newline and the sampling period follows on its line (
 The sensor names are the Dell iDRAC's of the R740 capture (``Inlet Temp``, ``Exhaust Temp``, ``Fan1``..``Fan6``,
 ``Pwr Consumption``, ``PS Redundancy``, ``Fan Redundancy``, a PSU's ``Status`` and ``Presence`` sensors at IPMI entity
 10.N, ``GPU1 Temp``..``GPU8 Temp``), on a chassis with six power supplies where the host has GPUs (an 8-GPU HGX
-server; two on the others). The figures: the capture's idle inlet (23 C), exhaust (31 C) and fan speeds; the power
-draw a chassis base plus the GPUs' draw (nvidia-smi's), the exhaust rising with it. Faults: ``fan-fail FAN`` (that fan
+server; two on the others). The figures: the capture's idle inlet (23 C), exhaust (31 C) and fan speeds. Ours, from
+no capture (the R740 had no GPUs): the power draw as a chassis base (1,800 W with GPUs) plus the GPUs' draw
+(nvidia-smi's), the exhaust rising 1 C per 100 W of it, and the DCMI minimum and maximum 40 W under and 60 W over; the
+gate judges none of these against a figure, only the statuses and the inlet. Faults: ``fan-fail FAN`` (that fan
 at 0 RPM below its lower critical threshold, status ``lcr``, and ``Fan Redundancy`` ``Redundancy Lost``), ``psu-fail
 PSU`` (its ``Status`` asserts ``Failure detected`` with status ``ok``, as a discrete sensor does, and ``PS Redundancy``
 ``Redundancy Lost``).

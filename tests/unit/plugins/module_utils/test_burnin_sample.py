@@ -105,7 +105,7 @@ def test_xids_since_the_run_started():
     # Ours, not a capture: dmesg --time-format iso lines in the NVRM Xid format kernel_log reads.
     log = ('2026-12-07T09:59:00,000000+00:00 NVRM: Xid (PCI:0000:1b:00): 13, pid=42, Graphics Exception\n'
            '2026-12-07T10:02:30,000000+00:00 NVRM: Xid (PCI:0000:1b:00): 79, pid=\'<unknown>\', GPU has fallen off the bus.\n')
-    xids = burnin_sample.sample_xids(log, since='2026-12-07T10:00:00.000000+00:00')
+    xids = burnin_sample.sample_xids(log, start='2026-12-07T10:00:00.000000+00:00')
     assert [(xid['code'], xid['pci']) for xid in xids] == [(79, '0000:1b:00')]
 
 
